@@ -1,0 +1,73 @@
+/*
+ * cli.h - what the `spore` subcommands share: option parsing, exit codes,
+ * error and JSON output (cli.md §1-3).
+ *
+ * What it must never do: print an error without its code, write JSON
+ * without "format": "spore.cli/0.1", or exit from anywhere but main().
+ */
+#ifndef SPORE_CLI_CLI_H
+#define SPORE_CLI_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/error.h"
+
+enum {
+    EXIT_OK = 0,
+    EXIT_RUN_FAILED = 1,
+    EXIT_USAGE = 2,
+    EXIT_WAITING = 3,
+    EXIT_INTERVENTION = 4,
+    EXIT_QUARANTINED = 5,
+    EXIT_ASYNC = 6,
+    EXIT_INTERNAL = 10,
+    EXIT_INTERRUPTED = 130,
+};
+
+#define CLI_FORMAT "spore.cli/0.1"
+#define CLI_MAX_POSITIONAL 64
+
+typedef struct cli_option {
+    const char *name;  /* "--key" */
+    bool takes_value;
+    const char **value; /* set when takes_value */
+    bool *flag;         /* set when !takes_value */
+} cli_option;
+
+typedef struct cli {
+    const char *command;
+    bool json;
+    bool help;
+    const char *db;
+    const char *lease_ms, *heartbeat_ms, *poll_ms, *grace_ms;
+    char *positional[CLI_MAX_POSITIONAL];
+    int npositional;
+} cli;
+
+/* Parse argv (after the subcommand) with the command's own options plus the
+ * global ones (--json, --db, --help, worker tuning). usage error on unknown
+ * options. */
+int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *err);
+
+/* Print `err` (text on stderr, or JSON on stdout) and return `exit_code`. */
+int cli_error(const cli *c, int exit_code, sp_error *err);
+
+/* Print a JSON object with "format" added, one line on stdout; takes ownership. */
+void cli_print_json(json_t *obj);
+
+/* Print a command's help text and return 0. */
+int cli_help(const char *text);
+
+/* Read a whole file with a size bound (file.unreadable, file.too-large). */
+char *cli_read_file(const char *path, size_t limit, size_t *len, sp_error *err);
+
+/* The exit code for an error code (usage/validation 2, store/internal 10). */
+int cli_exit_for(const char *code);
+
+/* Subcommands. */
+int cmd_validate(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * main.c - the `spore` command: dispatch to subcommands (cli.md). The only
+ * place that returns an exit status to the operating system.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "kernel/kernel.h"
+
+#ifndef SPORE_VERSION
+#define SPORE_VERSION "0.0.0"
+#endif
+
+static const char USAGE[] =
+    "usage: spore <command> [options]\n"
+    "\n"
+    "Durable workflows for agents and automation.\n"
+    "\n"
+    "Commands:\n"
+    "  validate <workflow.json>   check a workflow without touching a database\n"
+    "  trace <trace.json>...      replay golden kernel traces\n"
+    "\n"
+    "Global options: --json, --db <path>, --help. `spore <command> --help` for more.\n";
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} command;
+
+static const command COMMANDS[] = {
+    {"validate", cmd_validate},
+    {"trace", cmd_trace},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        fputs(USAGE, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        const sp_kernel_descriptor *d = sp_kernel_describe();
+        printf("spore %s (kernel semantics %s, %s, %s)\n", SPORE_VERSION, d->semantics_version,
+               d->graph_format_version, d->codec_version);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (strcmp(argv[1], COMMANDS[i].name) == 0)
+            return COMMANDS[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "spore: usage: unknown command \"%s\" (see spore --help)\n", argv[1]);
+    return EXIT_USAGE;
+}

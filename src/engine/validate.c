@@ -1,0 +1,110 @@
+/*
+ * validate.c - validate_workflow (see validate.h). Never touches a store.
+ */
+#include "engine/validate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "json/json.h"
+#include "kernel/workflow.h"
+#include "runners/registry.h"
+
+#define VALIDATE_RUN_ID "run_00000000000000000000000000000000"
+
+static int byte_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Kind and runner checks for every action, in ascending byte order of IDs. */
+static int check_actions(const json_t *doc, sp_error *err)
+{
+    const json_t *actions = json_object_get(doc, "actions");
+    size_t n = json_object_size(actions);
+    if (!json_is_object(actions) || n == 0)
+        return 0; /* the kernel reports a malformed actions member */
+    const char **ids = malloc(n * sizeof *ids);
+    if (!ids)
+        return sp_oom(err);
+    size_t i = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)actions, key, v) ids[i++] = key;
+    qsort(ids, n, sizeof *ids, byte_cmp);
+    int rc = 0;
+    for (i = 0; i < n && rc == 0; i++) {
+        const json_t *action = json_object_get(actions, ids[i]);
+        if (!json_is_object(action))
+            continue;
+        const json_t *kind = json_object_get(action, "kind");
+        if (!json_is_string(kind)) {
+            rc = sp_fail(err, "action.kind-missing",
+                         "action %s has no \"kind\" (command, native, ...)", ids[i]);
+            break;
+        }
+        const sp_runner *runner = sp_runner_find(json_string_value(kind));
+        if (!runner)
+            rc = sp_fail(err, "action.kind-unregistered",
+                         "action %s: this spore has no runner for kind \"%s\" (see spore "
+                         "capabilities)", ids[i], json_string_value(kind));
+        else
+            rc = runner->validate(ids[i], action, err);
+    }
+    free(ids);
+    return rc;
+}
+
+static int dry_run(const sp_validated *v, const json_t *input, const char *run_id, sp_error *err)
+{
+    json_t *payload = json_pack("{s:s,s:s,s:O}", "tenant", "default", "runId",
+                                run_id ? run_id : VALIDATE_RUN_ID, "input",
+                                input ? input : json_null());
+    size_t len;
+    char *bytes = payload ? sp_json_encode_alloc(payload, &len, err) : NULL;
+    json_decref(payload);
+    if (!bytes)
+        return payload ? -1 : sp_oom(err);
+    sp_kernel_request req = {
+        .identity = {v->package_digest, "native:spore-kernel@" SP_SEMANTICS_VERSION,
+                     SP_SEMANTICS_VERSION, SP_CODEC_VERSION},
+        .graph = v->package,
+        .graph_len = v->package_len,
+        .event = {"start", 1, 0, "run.started", bytes, len},
+        .limits = SP_KERNEL_DEFAULT_LIMITS,
+    };
+    sp_kernel_decision d;
+    sp_kernel_failure f;
+    int rc = sp_kernel_transition(&req, &d, &f);
+    free(bytes);
+    if (rc == SP_KERNEL_DECISION) {
+        sp_kernel_decision_free(&d);
+        return 0;
+    }
+    if (rc == SP_KERNEL_OOM)
+        return sp_oom(err);
+    return sp_fail(err, f.code, "%s (%s)", f.details, f.kind);
+}
+
+int sp_validate_workflow(const json_t *doc, const json_t *input, const char *run_id,
+                         sp_validated *out, sp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->package = sp_json_encode_alloc(doc, &out->package_len, err);
+    if (!out->package)
+        return -1;
+    sp_digest_one("package", out->package, out->package_len, out->package_digest);
+    out->nnodes = json_object_size(json_object_get(doc, "nodes"));
+    out->nactions = json_object_size(json_object_get(doc, "actions"));
+    if (check_actions(doc, err) || dry_run(out, input, run_id, err)) {
+        sp_validated_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void sp_validated_free(sp_validated *v)
+{
+    free(v->package);
+    memset(v, 0, sizeof *v);
+}

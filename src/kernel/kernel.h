@@ -1,0 +1,122 @@
+/*
+ * kernel.h - the pure transition function (kernel.md §1-3, §7).
+ *
+ * What it is for: `event + state -> new state + commands`, byte for byte the
+ * runspore 0.1 wire format. The engine calls sp_kernel_transition() for every
+ * pending event; `spore trace` replays the golden traces through it.
+ *
+ * What it must never do: I/O, read a clock, draw randomness, use floating
+ * point or threads, iterate an unordered collection, or invent an ID. Same
+ * request bytes give the same result bytes on every machine.
+ */
+#ifndef SPORE_KERNEL_KERNEL_H
+#define SPORE_KERNEL_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "digest/digest.h"
+
+#define SP_SEMANTICS_VERSION "0.1"
+#define SP_CODEC_VERSION "jcs-int53/1"
+#define SP_WORKFLOW_FORMAT "runspore.workflow/0.1"
+#define SP_STATE_FORMAT "runspore.state/0.1"
+#define SP_ABI_VERSION "runspore:machine@0.1.0"
+
+typedef struct sp_kernel_limits {
+    uint32_t microsteps;
+    uint32_t expression_operations;
+    uint32_t max_state_bytes;
+    uint32_t max_command_count;
+} sp_kernel_limits;
+
+/* The frozen default budget every host passes under 0.1. */
+#define SP_KERNEL_DEFAULT_LIMITS ((sp_kernel_limits){1000, 10000, 262144, 128})
+
+typedef struct sp_kernel_identity {
+    const char *package_digest; /* recorded by hosts, not checked */
+    const char *kernel_digest;  /* recorded by hosts, not checked */
+    const char *semantics_version;
+    const char *codec_version;
+} sp_kernel_identity;
+
+typedef struct sp_kernel_event {
+    const char *event_id;
+    uint64_t sequence;
+    uint64_t accepted_at_ms;
+    const char *kind;
+    const char *payload; /* canonical JSON bytes */
+    size_t payload_len;
+} sp_kernel_event;
+
+struct sp_workflow;
+
+typedef struct sp_kernel_request {
+    sp_kernel_identity identity;
+    const char *graph; /* canonical package bytes */
+    size_t graph_len;
+    /* Optional: the graph already loaded by sp_workflow_load() from the same
+     * bytes (a cache; the result is identical). NULL = load from `graph`. */
+    const struct sp_workflow *loaded_graph;
+    const char *snapshot; /* NULL = absent */
+    size_t snapshot_len;
+    sp_kernel_event event;
+    sp_kernel_limits limits;
+} sp_kernel_request;
+
+typedef struct sp_kernel_command {
+    char command_id[SP_ID_LEN + 1];
+    char *activation_id;
+    const char *kind; /* "activity.schedule" or "activity.retry" (static) */
+    char *payload;    /* canonical JSON */
+    size_t payload_len;
+} sp_kernel_command;
+
+typedef struct sp_kernel_diagnostic {
+    const char *code; /* static */
+    char *node_id;    /* NULL = none */
+    char *details;    /* canonical JSON */
+    size_t details_len;
+} sp_kernel_diagnostic;
+
+typedef struct sp_kernel_decision {
+    char *snapshot; /* canonical state bytes */
+    size_t snapshot_len;
+    char snapshot_digest[SP_DIGEST_TEXT_LEN + 1];
+    char status[24]; /* the new state's status, for hosts */
+    sp_kernel_command *commands;
+    size_t ncommands;
+    sp_kernel_diagnostic *diagnostics;
+    size_t ndiagnostics;
+} sp_kernel_decision;
+
+typedef struct sp_kernel_failure {
+    const char *kind; /* invalid-input | incompatible-version | resource-limit |
+                         invariant-violation (static) */
+    char code[64];
+    char details[256]; /* explanatory text, not part of conformance */
+} sp_kernel_failure;
+
+typedef struct sp_kernel_descriptor {
+    const char *abi_version;
+    const char *semantics_version;
+    const char *graph_format_version;
+    const char *codec_version;
+} sp_kernel_descriptor;
+
+enum { SP_KERNEL_DECISION = 0, SP_KERNEL_FAILURE = 1, SP_KERNEL_OOM = -1 };
+
+/* Run one transition. Returns SP_KERNEL_DECISION (fill `out`, free it with
+ * sp_kernel_decision_free), SP_KERNEL_FAILURE (fill `fail`, nothing else), or
+ * SP_KERNEL_OOM when the host ran out of memory (nothing decided; retry). */
+int sp_kernel_transition(const sp_kernel_request *req, sp_kernel_decision *out,
+                         sp_kernel_failure *fail);
+
+void sp_kernel_decision_free(sp_kernel_decision *d);
+
+/* digest::decision of a decision (kernel.md §7.3). */
+void sp_kernel_decision_digest(const sp_kernel_decision *d, char out[SP_DIGEST_TEXT_LEN + 1]);
+
+const sp_kernel_descriptor *sp_kernel_describe(void);
+
+#endif

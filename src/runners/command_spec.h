@@ -1,0 +1,58 @@
+/*
+ * command_spec.h - the fields of a `command` action (engine.md §5): argv,
+ * cwd, env, timeoutMs, output, exitOutcomes.
+ *
+ * What it is for: one parser used by `validate`/`start` (to reject a bad
+ * action up front) and by the command runner (which parses again at run time
+ * and reports `command.invalid` if that fails).
+ *
+ * What it must never do: accept something that cannot be executed as written
+ * (a NUL byte in an argument, an empty argv, an exit outcome the action does
+ * not declare), or run anything.
+ */
+#ifndef SPORE_RUNNERS_COMMAND_SPEC_H
+#define SPORE_RUNNERS_COMMAND_SPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+typedef enum sp_command_output {
+    SP_OUTPUT_TEXT,
+    SP_OUTPUT_JSON,
+    SP_OUTPUT_NONE,
+    SP_OUTPUT_RESULT,
+} sp_command_output;
+
+typedef struct sp_exit_outcome {
+    int code;            /* 0..255 */
+    const char *outcome; /* borrowed from the action */
+} sp_exit_outcome;
+
+typedef struct sp_command_spec {
+    const char **argv; /* NULL-terminated; strings borrowed from the action */
+    size_t argc;
+    const char *cwd;   /* NULL = "." */
+    const char **env;  /* "NAME" / "value" pairs, NULL-terminated; borrowed */
+    size_t nenv;
+    bool has_timeout;
+    uint64_t timeout_ms;
+    sp_command_output output;
+    sp_exit_outcome *exits;
+    size_t nexits;
+} sp_command_spec;
+
+#define SP_COMMAND_ARGV_MAX 4096
+#define SP_COMMAND_ENV_MAX 1024
+
+/* Parse `action` (kept alive by the caller). action.invalid on error. */
+int sp_command_spec_parse(const char *action_id, const json_t *action, sp_command_spec *out,
+                          sp_error *err);
+void sp_command_spec_free(sp_command_spec *spec);
+
+/* The declared outcome for an exit code, or NULL. */
+const char *sp_command_exit_outcome(const sp_command_spec *spec, int code);
+
+#endif
