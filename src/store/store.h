@@ -1,0 +1,499 @@
+/*
+ * store.h - the store interface (store.md, protocol 0.1): the only durable
+ * state of spore. One interface, several adapters (SQLite, PostgreSQL); the
+ * conformance suite (tests/store/) runs unchanged against each.
+ *
+ * What it is for: every mutation is one atomic, idempotent request. A
+ * request carries a request ID; the first thing an adapter does is look up
+ * the receipt `(tenant, run, requestId)`: same digest -> the stored value
+ * with disposition `duplicate`, without evaluating any other predicate;
+ * different digest -> conflict/request.digest-mismatch. Otherwise the
+ * predicates are checked in the documented order, the writes and the receipt
+ * are committed together, and "now" is the injected clock sampled after the
+ * write lock is held. A failure leaves no trace, not even a receipt.
+ *
+ * What it must never do: keep state outside its database, use a client
+ * timestamp, resurrect an expired lease, reuse a fence, or let a failed
+ * request write anything.
+ *
+ * Conventions: functions return an sp_store_rc (SP_STORE_OK = 0) and fill
+ * `err` with the stable code (store.md §3, e.g. "revision.mismatch") on
+ * failure. Result structs are filled only on SP_STORE_OK and are released
+ * with the matching *_free function when they own memory. All strings passed
+ * in are borrowed for the duration of the call. Times are milliseconds since
+ * the Unix epoch (u63); counters are u63.
+ */
+#ifndef SPORE_STORE_STORE_H
+#define SPORE_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "digest/digest.h"
+
+/* ---- failure kinds (store.md §2) ---- */
+
+typedef enum sp_store_rc {
+    SP_STORE_OK = 0,
+    SP_STORE_CONFLICT,       /* never succeeds as written */
+    SP_STORE_STALE,          /* revision / fence / lease no longer current */
+    SP_STORE_UNAVAILABLE,    /* transient; retry the identical request */
+    SP_STORE_UNKNOWN_COMMIT, /* outcome unknown; retry identical or read the receipt */
+    SP_STORE_QUOTA,
+    SP_STORE_INCOMPATIBLE,
+    SP_STORE_CORRUPT,
+    SP_STORE_UNAUTHORIZED,
+    SP_STORE_NOT_FOUND,
+} sp_store_rc;
+
+/* "conflict", "stale", ... */
+const char *sp_store_rc_name(sp_store_rc rc);
+
+/* True for the kinds the engine retries with the identical request. */
+bool sp_store_rc_transient(sp_store_rc rc);
+
+/* ---- bounds (store.md §3, kernel.md §7.12) ---- */
+
+#define SP_STORE_EVENT_MAX (64u * 1024)     /* event body: event.too-large */
+#define SP_STORE_SNAPSHOT_MAX (256u * 1024) /* snapshot: snapshot.too-large */
+#define SP_STORE_HOLDER_MAX (4u * 1024)     /* attempt holder handle */
+#define SP_STORE_ID_MAX 128                 /* tenant, run ID, request ID parts */
+#define SP_STORE_REQUEST_ID_MAX 512
+#define SP_STORE_PAGE_MAX 256
+
+/* ---- the injectable clock ---- */
+
+typedef struct sp_clock {
+    uint64_t (*now_ms)(void *ctx);
+    void *ctx;
+} sp_clock;
+
+/* The system clock (CLOCK_REALTIME in ms). */
+sp_clock sp_clock_system(void);
+
+/* ---- shared value types ---- */
+
+typedef struct sp_run_key {
+    char tenant[SP_STORE_ID_MAX + 1];
+    char run_id[SP_STORE_ID_MAX + 1];
+} sp_run_key;
+
+typedef enum sp_disposition { SP_APPLIED = 0, SP_DUPLICATE = 1 } sp_disposition;
+
+/* Canonical JSON bytes with their body digest ("sha256:…"); the store
+ * verifies digest == digest::body(body) (conflict/evidence.digest-mismatch). */
+typedef struct sp_evidence {
+    const char *body;
+    size_t len;
+    const char *digest;
+} sp_evidence;
+
+/* The identity of one attempt, carried by every attempt mutation. */
+typedef struct sp_attempt_ref {
+    sp_run_key key;
+    char invocation_id[SP_ID_LEN + 1];
+    char attempt_id[SP_ID_LEN + 16];
+    char owner[SP_STORE_ID_MAX + 1];
+    uint64_t fence;
+} sp_attempt_ref;
+
+/* Where the owner of a claim lives (engine.md §11, fast takeover). */
+typedef struct sp_owner_host {
+    char host_id[64]; /* /etc/machine-id or boot ID; "" = unknown */
+    int64_t pid;
+    uint64_t pid_started; /* process start time in clock ticks since boot */
+} sp_owner_host;
+
+/* ---- requests and results ---- */
+
+typedef struct sp_create_run_req {
+    sp_run_key key;
+    const char *request_id;
+    const char *start_key;
+    const char *package_digest;
+    const char *package; /* canonical package bytes */
+    size_t package_len;
+    const char *artifact_digest; /* provenance, NULL when none */
+    sp_evidence started;         /* the run.started payload */
+} sp_create_run_req;
+
+typedef struct sp_create_run_res {
+    sp_disposition disposition;
+    sp_run_key key;
+    uint64_t started_sequence; /* 1 */
+} sp_create_run_res;
+
+typedef struct sp_append_event_req {
+    sp_run_key key;
+    const char *request_id;
+    const char *event_id;
+    const char *kind; /* never run.started / activity.result (event.reserved-kind) */
+    sp_evidence body;
+} sp_append_event_req;
+
+typedef struct sp_append_event_res {
+    sp_disposition disposition;
+    uint64_t sequence;
+    uint64_t accepted_at_ms;
+} sp_append_event_res;
+
+typedef struct sp_event {
+    uint64_t sequence;
+    char *event_id;
+    char *kind;
+    char *body; /* canonical JSON */
+    size_t body_len;
+    char body_digest[SP_DIGEST_TEXT_LEN + 1];
+    uint64_t accepted_at_ms;
+    bool consumed;
+    uint64_t consumed_revision;
+    char *diagnostics; /* canonical JSON array of the consuming commit, NULL if pending */
+} sp_event;
+
+void sp_event_free(sp_event *e);
+
+typedef struct sp_turn {
+    sp_run_key key;
+    uint64_t revision;
+    uint64_t applied_sequence;
+    char package_digest[SP_DIGEST_TEXT_LEN + 1];
+    char *snapshot; /* NULL before the first commit */
+    size_t snapshot_len;
+    char snapshot_digest[SP_DIGEST_TEXT_LEN + 1];
+    sp_event event; /* the event at applied_sequence + 1 */
+} sp_turn;
+
+void sp_turn_free(sp_turn *t);
+
+typedef struct sp_command_rec {
+    const char *command_id;
+    const char *activation_id;
+    const char *kind; /* activity.schedule | activity.retry */
+    const char *payload;
+    size_t payload_len;
+} sp_command_rec;
+
+typedef struct sp_diagnostic_rec {
+    const char *code;
+    const char *node_id; /* NULL = none */
+    const char *details;
+    size_t details_len;
+} sp_diagnostic_rec;
+
+typedef struct sp_commit_turn_req {
+    sp_run_key key;
+    const char *request_id; /* commit/<revision+1>/<eventId> */
+    uint64_t expected_revision;
+    const char *event_id;
+    uint64_t event_sequence;
+    const char *decision_digest;
+    const char *snapshot;
+    size_t snapshot_len;
+    const char *snapshot_digest;
+    const char *status; /* the snapshot's status */
+    const sp_command_rec *commands;
+    size_t ncommands;
+    const sp_diagnostic_rec *diagnostics;
+    size_t ndiagnostics;
+} sp_commit_turn_req;
+
+typedef struct sp_commit_turn_res {
+    sp_disposition disposition;
+    uint64_t revision;
+    uint64_t applied_sequence;
+    char decision_digest[SP_DIGEST_TEXT_LEN + 1];
+} sp_commit_turn_res;
+
+typedef struct sp_claim_req {
+    sp_run_key key;
+    const char *request_id;
+    const char *invocation_id;
+    const char *worker;
+    uint64_t lease_duration_ms;
+    const char *holder; /* canonical JSON <= 4 KiB, NULL = none */
+    uint64_t deadline_ms; /* 0 = none */
+    sp_owner_host host;
+} sp_claim_req;
+
+typedef struct sp_claim {
+    sp_disposition disposition;
+    sp_attempt_ref attempt;
+    uint32_t attempt_number;
+    uint64_t lease_until_ms;
+    uint64_t deadline_ms; /* 0 = none */
+    char *node_id, *action_id, *effect_key;
+    char input_digest[SP_DIGEST_TEXT_LEN + 1];
+    char *input; /* canonical JSON */
+    size_t input_len;
+} sp_claim;
+
+void sp_claim_free(sp_claim *c);
+
+typedef struct sp_heartbeat_req {
+    sp_attempt_ref attempt;
+    const char *request_id;
+    uint64_t extend_ms;
+} sp_heartbeat_req;
+
+typedef struct sp_heartbeat_res {
+    sp_disposition disposition;
+    uint64_t lease_until_ms;
+} sp_heartbeat_res;
+
+typedef struct sp_hold_req {
+    sp_attempt_ref attempt;
+    const char *request_id;
+    const char *holder; /* canonical JSON <= 4 KiB */
+    uint64_t lease_until_ms; /* the async bound; capped at the deadline */
+    uint64_t deadline_ms;
+} sp_hold_req;
+
+typedef struct sp_finish_req {
+    sp_attempt_ref attempt;
+    const char *request_id; /* finish/<attemptId> */
+    sp_evidence result;     /* an activity.result payload, status != expired */
+} sp_finish_req;
+
+typedef struct sp_finish_res {
+    sp_disposition disposition;
+    uint64_t result_sequence;
+} sp_finish_res;
+
+typedef enum sp_expire_reason {
+    SP_EXPIRE_LEASE = 0, /* requires now >= leaseUntilMs */
+    SP_EXPIRE_DEADLINE,
+    SP_EXPIRE_PROBE_DEAD,
+    SP_EXPIRE_ABANDONED,
+    SP_EXPIRE_OWNER_DEAD,
+} sp_expire_reason;
+
+const char *sp_expire_reason_name(sp_expire_reason r);
+
+typedef struct sp_expire_req {
+    sp_attempt_ref attempt;
+    const char *request_id; /* expire/<attemptId> */
+    sp_expire_reason reason;
+} sp_expire_req;
+
+typedef struct sp_late_evidence_req {
+    sp_attempt_ref attempt;
+    const char *request_id; /* late/<attemptId>/<nonce> */
+    const char *kind;       /* e.g. "result-after-lease", "watch-result" */
+    sp_evidence evidence;
+} sp_late_evidence_req;
+
+typedef struct sp_late_evidence_res {
+    sp_disposition disposition;
+    uint64_t audit_id;
+} sp_late_evidence_res;
+
+typedef struct sp_quarantine_req {
+    sp_run_key key;
+    const char *request_id;
+    uint64_t expected_revision;
+    const char *code;
+    const char *details;
+} sp_quarantine_req;
+
+typedef struct sp_release_req {
+    sp_run_key key;
+    const char *request_id; /* release/<revision>/<quarantine atMs> */
+} sp_release_req;
+
+typedef struct sp_flag_res {
+    sp_disposition disposition;
+    bool value; /* quarantined after the call */
+} sp_flag_res;
+
+/* ---- scans and views ---- */
+
+typedef struct sp_key_page {
+    sp_run_key *keys;
+    size_t n;
+    char *next_cursor; /* NULL at the end */
+} sp_key_page;
+
+void sp_key_page_free(sp_key_page *p);
+
+typedef enum sp_due_kind { SP_DUE_LEASE, SP_DUE_DEADLINE, SP_DUE_OUTBOX } sp_due_kind;
+
+typedef struct sp_due_item {
+    sp_due_kind kind;
+    uint64_t at_ms; /* lease end, deadline or notBeforeMs */
+    sp_run_key key;
+    char id[SP_ID_LEN + 16]; /* attempt ID (lease/deadline) or invocation ID (outbox) */
+    sp_attempt_ref attempt;  /* lease/deadline items */
+    sp_owner_host host;      /* lease/deadline items: the owner's host */
+} sp_due_item;
+
+typedef struct sp_due_page {
+    sp_due_item *items;
+    size_t n;
+    char *next_cursor;
+} sp_due_page;
+
+void sp_due_page_free(sp_due_page *p);
+
+typedef struct sp_run_view {
+    sp_run_key key;
+    char *start_key;
+    char package_digest[SP_DIGEST_TEXT_LEN + 1];
+    char *artifact_digest; /* NULL when none */
+    char status[24];       /* "created" before the first commit */
+    uint64_t revision;
+    uint64_t applied_sequence;
+    uint64_t next_sequence; /* sequence the next accepted event gets */
+    char *snapshot;
+    size_t snapshot_len;
+    char snapshot_digest[SP_DIGEST_TEXT_LEN + 1];
+    bool quarantined;
+    char *quarantine_code, *quarantine_details;
+    uint64_t quarantine_at_ms;
+    uint64_t created_at_ms, updated_at_ms;
+} sp_run_view;
+
+void sp_run_view_free(sp_run_view *v);
+
+typedef struct sp_run_summary {
+    sp_run_key key;
+    char *start_key;
+    char status[24];
+    uint64_t revision;
+    bool quarantined;
+    uint64_t created_at_ms, updated_at_ms;
+} sp_run_summary;
+
+typedef struct sp_run_list {
+    sp_run_summary *runs;
+    size_t n;
+    char *next_cursor;
+} sp_run_list;
+
+void sp_run_list_free(sp_run_list *l);
+
+typedef struct sp_event_list {
+    sp_event *events;
+    size_t n;
+} sp_event_list;
+
+void sp_event_list_free(sp_event_list *l);
+
+typedef struct sp_invocation_view {
+    char invocation_id[SP_ID_LEN + 1];
+    char *node_id, *action_id, *effect_key;
+    char status[16]; /* pending | running | settled */
+    uint32_t attempt_number;
+    uint64_t not_before_ms;
+    /* the latest attempt, when there is one */
+    bool has_attempt;
+    char attempt_id[SP_ID_LEN + 16];
+    char attempt_status[16]; /* running | finished | expired */
+    char *owner;
+    uint64_t fence;
+    uint64_t lease_until_ms, deadline_ms;
+    char *holder; /* NULL when none */
+    char *input;
+    size_t input_len;
+} sp_invocation_view;
+
+typedef struct sp_invocation_list {
+    sp_invocation_view *items;
+    size_t n;
+} sp_invocation_list;
+
+void sp_invocation_list_free(sp_invocation_list *l);
+
+typedef struct sp_receipt {
+    char *request_id;
+    char request_digest[SP_DIGEST_TEXT_LEN + 1];
+    char *operation;
+    char *value; /* canonical JSON of the typed value */
+} sp_receipt;
+
+void sp_receipt_free(sp_receipt *r);
+
+typedef struct sp_store_capabilities {
+    const char *protocol; /* "0.1" */
+    bool atomic_run_mutation, conditional_writes, unique_insert, authoritative_readback,
+        ordered_recovery_scan, multiworker_claims, persistent_wakeup;
+    const char *failure_model;     /* e.g. "crash-stop" */
+    const char *transaction_scope; /* "database" */
+    uint64_t max_record_bytes;
+    const char *adapter; /* "sqlite" | "postgres" */
+} sp_store_capabilities;
+
+/* ---- the store ---- */
+
+typedef struct sp_store sp_store;
+
+/* Open a store from a location: a SQLite file path (created and initialized
+ * when new or empty), or a postgres:// URL once that adapter exists.
+ * store.io / store.corrupt / schema.too-new / store.unsupported on error.
+ * `clock` may be NULL for the system clock. */
+sp_store *sp_store_open(const char *location, const sp_clock *clock, sp_error *err);
+void sp_store_close(sp_store *s);
+
+/* Mutations (store.md §3). */
+sp_store_rc sp_store_create_run(sp_store *s, const sp_create_run_req *req, sp_create_run_res *res,
+                                sp_error *err);
+sp_store_rc sp_store_append_event(sp_store *s, const sp_append_event_req *req,
+                                  sp_append_event_res *res, sp_error *err);
+sp_store_rc sp_store_commit_turn(sp_store *s, const sp_commit_turn_req *req,
+                                 sp_commit_turn_res *res, sp_error *err);
+sp_store_rc sp_store_claim_attempt(sp_store *s, const sp_claim_req *req, sp_claim *res,
+                                   sp_error *err);
+sp_store_rc sp_store_heartbeat(sp_store *s, const sp_heartbeat_req *req, sp_heartbeat_res *res,
+                               sp_error *err);
+sp_store_rc sp_store_hold_attempt(sp_store *s, const sp_hold_req *req, sp_heartbeat_res *res,
+                                  sp_error *err);
+sp_store_rc sp_store_finish_attempt(sp_store *s, const sp_finish_req *req, sp_finish_res *res,
+                                    sp_error *err);
+sp_store_rc sp_store_expire_attempt(sp_store *s, const sp_expire_req *req, sp_finish_res *res,
+                                    sp_error *err);
+sp_store_rc sp_store_record_late_evidence(sp_store *s, const sp_late_evidence_req *req,
+                                          sp_late_evidence_res *res, sp_error *err);
+sp_store_rc sp_store_quarantine_run(sp_store *s, const sp_quarantine_req *req, sp_flag_res *res,
+                                    sp_error *err);
+sp_store_rc sp_store_release_run(sp_store *s, const sp_release_req *req, sp_flag_res *res,
+                                 sp_error *err);
+
+/* Reads. A missing item is SP_STORE_OK with *found = false. */
+sp_store_rc sp_store_load_turn(sp_store *s, const sp_run_key *key, sp_turn *out, bool *found,
+                               sp_error *err);
+sp_store_rc sp_store_get_package(sp_store *s, const char *digest, char **bytes, size_t *len,
+                                 bool *found, sp_error *err);
+sp_store_rc sp_store_get_receipt(sp_store *s, const sp_run_key *key, const char *request_id,
+                                 sp_receipt *out, bool *found, sp_error *err);
+sp_store_rc sp_store_find_run(sp_store *s, const char *tenant, const char *start_key,
+                              sp_run_key *out, bool *found, sp_error *err);
+sp_store_rc sp_store_scan_ready(sp_store *s, const char *cursor, size_t limit, sp_key_page *out,
+                                sp_error *err);
+sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_due_page *out,
+                              sp_error *err);
+sp_store_rc sp_store_get_run(sp_store *s, const sp_run_key *key, sp_run_view *out, bool *found,
+                             sp_error *err);
+sp_store_rc sp_store_list_runs(sp_store *s, const char *tenant, const char *cursor, size_t limit,
+                               sp_run_list *out, sp_error *err);
+sp_store_rc sp_store_list_events(sp_store *s, const sp_run_key *key, uint64_t after_sequence,
+                                 size_t limit, sp_event_list *out, sp_error *err);
+sp_store_rc sp_store_list_invocations(sp_store *s, const sp_run_key *key,
+                                      sp_invocation_list *out, sp_error *err);
+void sp_store_capabilities_get(sp_store *s, sp_store_capabilities *out);
+
+/* Content-addressed blobs (sealed runner modules and assets, runners.md §2):
+ * digest = "sha256:" + hex SHA-256 of the raw bytes; put is idempotent. */
+sp_store_rc sp_store_put_blob(sp_store *s, const char *digest, const void *bytes, size_t len,
+                              sp_error *err);
+sp_store_rc sp_store_get_blob(sp_store *s, const char *digest, void **bytes, size_t *len,
+                              bool *found, sp_error *err);
+
+/* A per-store secret shared by all workers of the store (created on first
+ * use; 32 random bytes), for sealed handles (runners.md §5). */
+sp_store_rc sp_store_secret(sp_store *s, unsigned char out[32], sp_error *err);
+
+/* The location string the store was opened with, with any password removed. */
+const char *sp_store_location(const sp_store *s);
+
+#endif
