@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# bench.sh - what `make bench` runs: every benchmark binary built in
+# <build-dir>/bench/, each with the arguments it needs. Benchmarks print
+# throughput and a ratio against a baseline measured in the same run; nothing
+# here fails on speed (only on a benchmark that cannot run at all).
+#
+# usage: scripts/bench.sh [build-dir]      (default: build)
+# env:   SPORE_BENCH_SECONDS  seconds per measurement (default 2)
+set -euo pipefail
+
+build=${1:-build}
+if [ ! -d "$build" ]; then
+  echo "bench.sh: no build directory $build (run: make build)" >&2
+  exit 1
+fi
+build=$(cd "$build" && pwd)
+cd "$(dirname "$0")/.."
+
+seconds=${SPORE_BENCH_SECONDS:-2}
+traces=../shared/conformance/traces
+
+ran=0
+for bin in "$build"/bench/bench_*; do
+  [[ -f "$bin" && -x "$bin" ]] || continue
+  name=$(basename "$bin")
+  case "$name" in
+    bench_kernel) args=(--seconds "$seconds" "$traces") ;;
+    *) args=() ;;
+  esac
+  echo "== $name ${args[*]}"
+  "$bin" "${args[@]}"
+  echo
+  ran=$((ran + 1))
+done
+
+if [ "$ran" -eq 0 ]; then
+  echo "bench.sh: no benchmark binaries in $build/bench/ (run: make build)" >&2
+  exit 1
+fi
