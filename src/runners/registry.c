@@ -41,8 +41,8 @@ static int validate_native(const char *id, const json_t *action, sp_error *err)
 }
 
 static const sp_runner RUNNERS[] = {
-    {"command", validate_command},
-    {"native", validate_native},
+    {"command", validate_command, sp_command_run},
+    {"native", validate_native, sp_native_run},
 };
 
 static const char *const KINDS[] = {"command", "native", NULL};

@@ -13,12 +13,24 @@
 #include <jansson.h>
 
 #include "base/error.h"
+#include "runners/runner.h"
 
 typedef struct sp_runner {
     const char *kind;
     /* Check an action of this kind; action.invalid with a message on error. */
     int (*validate)(const char *action_id, const json_t *action, sp_error *err);
+    /* Execute one attempt: fills `out` (release with sp_activity_output_free)
+     * and returns 0; -1 only when out of memory left `out` without its error.
+     * `input` NULL means null. Returns promptly once ctx->stop fires. */
+    int (*run)(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
+               const json_t *input, sp_activity_output *out);
 } sp_runner;
+
+/* The built-in runners' entry points (command.c, native.c). */
+int sp_command_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
+                   const json_t *input, sp_activity_output *out);
+int sp_native_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
+                  const json_t *input, sp_activity_output *out);
 
 /* The runner for `kind`, or NULL when this build has none. */
 const sp_runner *sp_runner_find(const char *kind);

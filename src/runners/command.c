@@ -1,0 +1,367 @@
+/*
+ * command.c - the `command` runner (engine.md §5): runs the action's argv
+ * through process.c and turns how it ended into an sp_activity_output,
+ * following the result table in its order.
+ *
+ * Decisions the table leaves open, made here:
+ * - `output: "result"`: exit 0 always means "read the result from stdout"
+ *   (an exitOutcomes entry for 0 does not apply); a non-zero exit listed in
+ *   exitOutcomes gives Success with that outcome and a null output. One
+ *   trailing LF after the canonical bytes is accepted (a line).
+ * - The 64 KiB stdout bound applies on the success path of every mode,
+ *   `none` included, as the table says.
+ *
+ * What it must never do: run a shell, look at the action's `effect`, report
+ * Success for an outcome the action does not declare, or build an error
+ * message or detail that is not valid UTF-8 (every outside byte goes through
+ * utf8.c first).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/utf8.h"
+#include "json/json.h"
+#include "runners/command_spec.h"
+#include "runners/process.h"
+#include "runners/registry.h"
+
+#define MESSAGE_MAX 1000 /* under output.c's 1024-byte message buffer */
+
+typedef struct cmd_run {
+    const sp_runner_ctx *ctx;
+    const char *action_id;
+    const json_t *action;
+    sp_command_spec spec;
+    sp_proc_result res;
+} cmd_run;
+
+/* Every message goes through here: formatted, made valid UTF-8, bounded. */
+static void vreport(sp_activity_output *out, sp_output_kind kind, const char *code,
+                    bool retryable, json_t *details, const char *fmt, va_list ap)
+{
+    char raw[2048], clean[MESSAGE_MAX + 1];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    sp_utf8_clean(clean, sizeof clean, raw);
+    if (kind == SP_OUTPUT_UNKNOWN)
+        sp_output_unknown(out, code, details, "%s", clean);
+    else
+        sp_output_failure(out, code, retryable, details, "%s", clean);
+}
+
+__attribute__((format(printf, 5, 6))) static void fail(sp_activity_output *out, const char *code,
+                                                        bool retryable, json_t *details,
+                                                        const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(out, SP_OUTPUT_FAILURE, code, retryable, details, fmt, ap);
+    va_end(ap);
+}
+
+__attribute__((format(printf, 4, 5))) static void unknown(sp_activity_output *out,
+                                                           const char *code, json_t *details,
+                                                           const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(out, SP_OUTPUT_UNKNOWN, code, true, details, fmt, ap);
+    va_end(ap);
+}
+
+static json_t *stderr_tail(const sp_proc_result *p)
+{
+    if (!p->err)
+        return json_string("");
+    size_t skip = p->err_cut ? sp_utf8_skip_partial(p->err, p->err_len) : 0;
+    return sp_utf8_lossy_json(p->err + skip, p->err_len - skip);
+}
+
+/* ---- setting up: cwd, environment, input ---- */
+
+static char *join_cwd(const char *base, const char *cwd)
+{
+    char *path;
+    if (!cwd)
+        cwd = ".";
+    if (cwd[0] == '/' || !base || !base[0])
+        return strdup(cwd);
+    return asprintf(&path, "%s/%s", base, cwd) < 0 ? NULL : path;
+}
+
+static const char *or_empty(const char *s) { return s ? s : ""; }
+
+/* engine environment + the action's env + the attempt's identity. */
+static char **build_env(const sp_runner_ctx *ctx, const sp_command_spec *spec)
+{
+    char attempt[16];
+    snprintf(attempt, sizeof attempt, "%u", (unsigned)ctx->attempt);
+    const char *ids[5][2] = {{"RUN_ID", or_empty(ctx->run_id)},
+                             {"NODE_ID", or_empty(ctx->node_id)},
+                             {"INVOCATION_ID", or_empty(ctx->invocation_id)},
+                             {"ATTEMPT", attempt},
+                             {"EFFECT_KEY", or_empty(ctx->effect_key)}};
+    size_t n = 2 * spec->nenv, max = n + 2 * 11;
+    const char **pairs = malloc(max * sizeof *pairs);
+    char names[10][32];
+    if (!pairs)
+        return NULL;
+    if (n)
+        memcpy(pairs, spec->env, n * sizeof *pairs);
+    for (int i = 0; i < 10; i++) {
+        snprintf(names[i], sizeof names[i], "%s_%s", i < 5 ? "SPORE" : "RUNSPORE", ids[i % 5][0]);
+        pairs[n++] = names[i];
+        pairs[n++] = ids[i % 5][1];
+    }
+    if (ctx->traceparent) {
+        pairs[n++] = "TRACEPARENT";
+        pairs[n++] = ctx->traceparent;
+    }
+    char **env = sp_proc_env(pairs, n / 2);
+    free(pairs);
+    return env;
+}
+
+/* ---- the success path ---- */
+
+static json_t *text_output(const sp_proc_result *p)
+{
+    json_t *s = sp_utf8_lossy_json(p->out, p->out_len);
+    return s ? json_pack("{s:i,s:o}", "exitCode", p->exit_code, "stdout", s) : NULL;
+}
+
+static void malformed(sp_activity_output *out, const char *id, sp_error *err, const char *what)
+{
+    json_t *details = json_pack("{s:s}", "problem", err->code[0] ? err->code : "shape");
+    fail(out, "command.malformed-output", false, details, "action %s: %s: %s", id, what,
+         err->message[0] ? err->message : "unexpected shape");
+    sp_error_clear(err);
+}
+
+static bool plain_string(const json_t *v, size_t max)
+{
+    return json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) <= max &&
+           strlen(json_string_value(v)) == json_string_length(v);
+}
+
+/* {"error":{"code","message"},"retryable":b} -> Failure; false if not that shape. */
+static bool result_failure(const json_t *doc, sp_activity_output *out)
+{
+    const json_t *e = json_object_get(doc, "error"), *r = json_object_get(doc, "retryable");
+    if (json_object_size(doc) != 2 || !json_is_object(e) || json_object_size(e) != 2 ||
+        !json_is_boolean(r) || !plain_string(json_object_get(e, "code"), SP_CODE_MAX - 1) ||
+        !json_is_string(json_object_get(e, "message")))
+        return false;
+    fail(out, json_string_value(json_object_get(e, "code")), json_is_true(r), NULL, "%s",
+         json_string_value(json_object_get(e, "message")));
+    return true;
+}
+
+/* {"outcome","output"} -> Success; false if not that shape. */
+static bool result_success(const json_t *doc, sp_activity_output *out)
+{
+    const json_t *o = json_object_get(doc, "outcome"), *v = json_object_get(doc, "output");
+    if (json_object_size(doc) != 2 || !plain_string(o, 256) || !v)
+        return false;
+    sp_output_success(out, json_string_value(o), json_incref((json_t *)v));
+    return true;
+}
+
+static void result_output(cmd_run *r, sp_activity_output *out)
+{
+    sp_error err = {0};
+    size_t len = r->res.out_len;
+    if (len && r->res.out[len - 1] == '\n')
+        len--;
+    json_t *doc = sp_json_parse_canonical(r->res.out, len, &err);
+    if (!doc) {
+        malformed(out, r->action_id, &err, "stdout is not a canonical result");
+        return;
+    }
+    bool ok = json_is_object(doc) && (result_success(doc, out) || result_failure(doc, out));
+    json_decref(doc);
+    if (!ok)
+        malformed(out, r->action_id, &err,
+                  "a result is {\"outcome\",\"output\"} or "
+                  "{\"error\":{\"code\",\"message\"},\"retryable\":bool}");
+}
+
+static void success(cmd_run *r, const char *outcome, bool read_result, sp_activity_output *out)
+{
+    json_t *value = NULL;
+    sp_error err = {0};
+    if (r->res.out_over)
+        fail(out, "command.output-too-large", false,
+             json_pack("{s:i}", "limit", SP_PROC_STDOUT_MAX), "action %s: stdout exceeded %d bytes",
+             r->action_id, SP_PROC_STDOUT_MAX);
+    else if (read_result)
+        result_output(r, out);
+    else if (r->spec.output == SP_OUTPUT_JSON &&
+             !(value = sp_json_parse(r->res.out, r->res.out_len, &err)))
+        malformed(out, r->action_id, &err, "stdout is not canonical-domain JSON");
+    else if (r->spec.output == SP_OUTPUT_TEXT)
+        sp_output_success(out, outcome, text_output(&r->res));
+    else
+        sp_output_success(out, outcome, value);
+}
+
+/* ---- how it ended ---- */
+
+static void exited(cmd_run *r, sp_activity_output *out)
+{
+    int code = r->res.exit_code;
+    bool result_mode = r->spec.output == SP_OUTPUT_RESULT;
+    const char *mapped = result_mode && code == 0 ? NULL : sp_command_exit_outcome(&r->spec, code);
+    if (mapped)
+        success(r, mapped, false, out);
+    else if (code == 0)
+        success(r, "ok", result_mode, out);
+    else
+        fail(out, "command.exit", true,
+         json_pack("{s:i,s:o*}", "exitCode", code, "stderrTail", stderr_tail(&r->res)),
+         "action %s: %s exited with code %d", r->action_id, r->spec.argv[0], code);
+}
+
+static void spawn_failure(cmd_run *r, sp_activity_output *out)
+{
+    int e = r->res.spawn_errno;
+    const char *name = strerrorname_np(e), *desc = strerrordesc_np(e);
+    json_t *details = json_pack("{s:s,s:s}", "step", r->res.spawn_step, "errno",
+                                name ? name : "unknown");
+    fail(out, "command.spawn", true, details, "action %s: cannot start %s: %s: %s",
+         r->action_id, r->spec.argv[0], r->res.spawn_step, desc ? desc : "unknown error");
+}
+
+static void signaled(cmd_run *r, sp_activity_output *out)
+{
+    int sig = r->res.signal;
+    const char *abbrev = sigabbrev_np(sig);
+    char name[32];
+    snprintf(name, sizeof name, "SIG%s", abbrev ? abbrev : "UNKNOWN");
+    json_t *details = json_pack("{s:i,s:s,s:o*}", "signal", sig, "signalName", name,
+                                "stderrTail", stderr_tail(&r->res));
+    unknown(out, "command.signaled", details, "action %s: %s was killed by %s, not by the engine",
+            r->action_id, r->spec.argv[0], name);
+}
+
+static void timed_out(cmd_run *r, sp_activity_output *out)
+{
+    json_t *d = r->spec.timeout_ms <= (uint64_t)SP_JSON_MAX_SAFE
+                    ? json_pack("{s:I}", "timeoutMs", (json_int_t)r->spec.timeout_ms)
+                    : NULL;
+    unknown(out, "command.timeout", d,
+            "action %s: timed out after %llu ms; its process group was killed", r->action_id,
+            (unsigned long long)r->spec.timeout_ms);
+}
+
+static void map_end(cmd_run *r, sp_activity_output *out)
+{
+    switch (r->res.end) {
+    case SP_PROC_SPAWN_FAILED:
+        spawn_failure(r, out);
+        break;
+    case SP_PROC_TIMED_OUT:
+        timed_out(r, out);
+        break;
+    case SP_PROC_STOPPED:
+        unknown(out, "command.stopped", NULL,
+                "action %s: stopped by the engine; its process group was killed", r->action_id);
+        break;
+    case SP_PROC_SIGNALED:
+        signaled(r, out);
+        break;
+    case SP_PROC_EXITED:
+        exited(r, out);
+        break;
+    }
+}
+
+/* ---- declared outcomes ---- */
+
+static bool declared(const json_t *action, const char *outcome)
+{
+    const json_t *outcomes = json_object_get(action, "outcomes");
+    if (!outcomes)
+        return strcmp(outcome, "ok") == 0;
+    for (size_t i = 0; i < json_array_size(outcomes); i++) {
+        const json_t *o = json_array_get(outcomes, i);
+        if (json_is_string(o) && strcmp(json_string_value(o), outcome) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void check_declared(cmd_run *r, sp_activity_output *out)
+{
+    if (out->kind != SP_OUTPUT_SUCCESS)
+        return;
+    const char *outcome = out->outcome ? out->outcome : "ok";
+    if (declared(r->action, outcome))
+        return;
+    json_t *details = json_pack("{s:s}", "outcome", outcome);
+    char shown[257];
+    sp_utf8_clean(shown, sizeof shown, outcome);
+    sp_activity_output undeclared;
+    fail(&undeclared, "command.undeclared-outcome", false, details,
+         "action %s: the command reported outcome \"%s\", which the action does not declare",
+         r->action_id, shown);
+    sp_activity_output_free(out);
+    *out = undeclared;
+}
+
+/* ---- the runner ---- */
+
+static void execute(cmd_run *r, const char *input, size_t input_len, sp_activity_output *out)
+{
+    char **env = build_env(r->ctx, &r->spec);
+    char *cwd = join_cwd(r->ctx->base_dir, r->spec.cwd);
+    if (!env || !cwd) {
+        sp_proc_strv_free(env);
+        free(cwd);
+        fail(out, "command.spawn", true, NULL, "action %s: out of memory", r->action_id);
+        return;
+    }
+    sp_proc_spec ps = {
+        .argv = r->spec.argv,
+        .envp = (const char *const *)env,
+        .cwd = cwd,
+        .stdin_data = input,
+        .stdin_len = input_len,
+        .has_timeout = r->spec.has_timeout,
+        .timeout_ms = r->spec.timeout_ms,
+        .stop = r->ctx->stop,
+    };
+    sp_proc_run(&ps, &r->res);
+    sp_proc_strv_free(env);
+    free(cwd);
+    map_end(r, out);
+    check_declared(r, out);
+    sp_proc_result_free(&r->res);
+}
+
+int sp_command_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
+                   const json_t *input, sp_activity_output *out)
+{
+    cmd_run r = {.ctx = ctx, .action_id = action_id, .action = action};
+    sp_error err = {0};
+    memset(out, 0, sizeof *out);
+    if (sp_command_spec_parse(action_id, action, &r.spec, &err)) {
+        fail(out, "command.invalid", false, NULL, "%s", err.message);
+        sp_error_clear(&err);
+        return out->error ? 0 : -1;
+    }
+    size_t len = 4;
+    char *bytes = input ? sp_json_encode_alloc(input, &len, &err) : strdup("null");
+    if (!bytes) {
+        fail(out, "command.invalid", false, NULL, "action %s: the input cannot be encoded: %s",
+             action_id, err.message);
+        sp_error_clear(&err);
+    } else {
+        execute(&r, bytes, len, out);
+    }
+    free(bytes);
+    sp_command_spec_free(&r.spec);
+    return out->kind == SP_OUTPUT_SUCCESS || out->error ? 0 : -1;
+}

@@ -1,0 +1,751 @@
+/*
+ * process.c - one supervised child command (see process.h for the design).
+ *
+ * Layout: the environment and PATH helpers (worker side, may allocate), then
+ * the code that runs in the forked supervisor and command (prefixed child_:
+ * async-signal-safe calls only, nothing allocated, nothing locked), then the
+ * worker's poll loop.
+ *
+ * Must never: let a pipe end reach the command other than its stdio, leave
+ * the supervisor unreaped, signal a group whose leader was already reaped
+ * (the pgid could be reused), or take a SIGPIPE in the worker.
+ */
+#define _GNU_SOURCE
+#include "runners/process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* ---------------------------------------------------------------------------
+ * Environment and PATH (worker side)
+ */
+
+static size_t env_name_len(const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+    return eq ? (size_t)(eq - entry) : strlen(entry);
+}
+
+/* Append `entry` to v[0..n), replacing an entry of the same name. */
+static size_t env_put(char **v, size_t n, char *entry)
+{
+    size_t len = env_name_len(entry);
+    for (size_t i = 0; i < n; i++)
+        if (env_name_len(v[i]) == len && memcmp(v[i], entry, len) == 0) {
+            free(v[i]);
+            v[i] = entry;
+            return n;
+        }
+    v[n] = entry;
+    return n + 1;
+}
+
+char **sp_proc_env(const char *const *pairs, size_t npairs)
+{
+    size_t base = 0;
+    for (char **e = environ; e && *e; e++)
+        base++;
+    char **v = calloc(base + npairs + 1, sizeof *v);
+    if (!v)
+        return NULL;
+    size_t n = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (!strchr(*e, '='))
+            continue;
+        char *copy = strdup(*e);
+        if (!copy)
+            goto oom;
+        n = env_put(v, n, copy);
+    }
+    for (size_t i = 0; i < npairs; i++) {
+        char *entry;
+        if (asprintf(&entry, "%s=%s", pairs[2 * i], pairs[2 * i + 1]) < 0)
+            goto oom;
+        n = env_put(v, n, entry);
+    }
+    return v;
+oom:
+    sp_proc_strv_free(v);
+    return NULL;
+}
+
+void sp_proc_strv_free(char **v)
+{
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+static const char *env_lookup(const char *const *envp, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *const *e = envp; *e; e++)
+        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+            return *e + len + 1;
+    return NULL;
+}
+
+/* The paths execve tries for argv[0], in execvp's order: argv[0] itself when
+ * it has a '/', else each PATH entry (empty = current directory). */
+static char **exec_candidates(const char *file, const char *const *envp)
+{
+    if (strchr(file, '/')) {
+        char **v = calloc(2, sizeof *v);
+        if (v && !(v[0] = strdup(file))) {
+            free(v);
+            return NULL;
+        }
+        return v;
+    }
+    const char *path = env_lookup(envp, "PATH");
+    if (!path)
+        path = "/bin:/usr/bin"; /* glibc's default */
+    size_t n = 1;
+    for (const char *p = path; *p; p++)
+        n += *p == ':';
+    char **v = calloc(n + 1, sizeof *v);
+    if (!v)
+        return NULL;
+    const char *seg = path;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(seg, ":");
+        int rc = len ? asprintf(&v[i], "%.*s/%s", (int)len, seg, file)
+                     : asprintf(&v[i], "./%s", file);
+        if (rc < 0) {
+            v[i] = NULL;
+            sp_proc_strv_free(v);
+            return NULL;
+        }
+        seg += len + (seg[len] == ':');
+    }
+    return v;
+}
+
+/* ---------------------------------------------------------------------------
+ * In the forked supervisor and command: async-signal-safe only.
+ */
+
+enum step { STEP_SETUP, STEP_PIPE, STEP_FORK, STEP_SETPGID, STEP_FDS,
+            STEP_SIGNALS, STEP_CHDIR, STEP_EXEC, STEP_COUNT };
+static const char *const STEP_NAMES[STEP_COUNT] = {
+    "setup", "pipe", "fork", "setpgid", "fds", "signals", "chdir", "exec"};
+
+enum { REPORT_ERRNO = 'E', REPORT_STATUS = 'S' };
+enum { REPORT_FD = 3 }; /* the report pipe inside the supervisor and command */
+
+typedef struct report {
+    int32_t type, step, value;
+} report;
+
+typedef struct child_plan {
+    char *const *argv;
+    char *const *paths; /* exec candidates */
+    char *const *envp;
+    const char *cwd;
+    int in_r, out_w, err_w, rep_w;
+    pid_t worker;
+} child_plan;
+
+static pid_t child_watched_parent; /* written only inside a forked supervisor */
+
+static void child_report(int fd, int type, int step, int value)
+{
+    report r = {type, step, value};
+    while (write(fd, &r, sizeof r) < 0 && errno == EINTR) {
+    }
+}
+
+_Noreturn static void child_fail(int fd, int step)
+{
+    child_report(fd, REPORT_ERRNO, step, errno);
+    _exit(127);
+}
+
+/* The death signal: it also fires when only the forking thread ended, so
+ * act only when the worker process itself is gone (we were reparented). */
+static void child_on_term(int sig)
+{
+    (void)sig;
+    if (getppid() != child_watched_parent) {
+        kill(0, SIGKILL);
+        _exit(128 + SIGKILL);
+    }
+}
+
+static bool child_keeps_default(int sig)
+{
+    switch (sig) {
+    case SIGCHLD: case SIGSEGV: case SIGBUS: case SIGFPE:
+    case SIGILL: case SIGTRAP: case SIGABRT: case SIGSYS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Supervisor: ignore what is not its business, SIGTERM = death check.
+ * Command: every disposition back to default (ignored ones survive exec). */
+static void child_set_signals(bool supervisor)
+{
+    for (int s = 1; s < NSIG; s++) {
+        if (s == SIGKILL || s == SIGSTOP)
+            continue;
+        struct sigaction sa = {0};
+        sa.sa_handler = (!supervisor || child_keeps_default(s)) ? SIG_DFL : SIG_IGN;
+        if (supervisor && s == SIGTERM) {
+            sa.sa_handler = child_on_term;
+            sigfillset(&sa.sa_mask);
+        }
+        sigaction(s, &sa, NULL); /* glibc-reserved signals fail: fine */
+    }
+}
+
+/* stdin/stdout/stderr from the pipes, the report pipe at REPORT_FD, and no
+ * other descriptor (the worker's threads may have opened some without
+ * CLOEXEC). Every source is above 2 (see make_pipe). */
+static int child_fds(const child_plan *p)
+{
+    if (dup2(p->in_r, 0) < 0 || dup2(p->out_w, 1) < 0 || dup2(p->err_w, 2) < 0)
+        return -1;
+    if (p->rep_w != REPORT_FD && dup3(p->rep_w, REPORT_FD, O_CLOEXEC) < 0)
+        return -1;
+    if (close_range(REPORT_FD + 1, ~0U, 0) == 0)
+        return 0;
+    struct rlimit rl;
+    rlim_t max = 1 << 20;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < max)
+        max = rl.rlim_cur;
+    for (rlim_t fd = REPORT_FD + 1; fd < max; fd++)
+        close((int)fd);
+    return 0;
+}
+
+/* execvp's search without its allocation: EACCES anywhere wins over ENOENT;
+ * an error other than "not here" ends the search. */
+_Noreturn static void child_exec(const child_plan *p, pid_t supervisor)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL))
+        child_fail(REPORT_FD, STEP_SIGNALS);
+    if (getppid() != supervisor)
+        _exit(127);
+    child_set_signals(false);
+    if (p->cwd && chdir(p->cwd))
+        child_fail(REPORT_FD, STEP_CHDIR);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    bool eacces = false;
+    for (char *const *c = p->paths; *c; c++) {
+        execve(*c, p->argv, p->envp);
+        if (errno == EACCES)
+            eacces = true;
+        else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
+                 errno != ETIMEDOUT)
+            break;
+    }
+    if (eacces)
+        errno = EACCES;
+    child_fail(REPORT_FD, STEP_EXEC);
+}
+
+_Noreturn static void child_supervise(const child_plan *p)
+{
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    child_watched_parent = p->worker;
+    if (setpgid(0, 0))
+        child_fail(p->rep_w, STEP_SETPGID);
+    if (child_fds(p))
+        child_fail(p->rep_w, STEP_FDS);
+    child_set_signals(true);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM))
+        child_fail(REPORT_FD, STEP_SIGNALS);
+    if (getppid() != p->worker) /* the worker died before prctl: start nothing */
+        _exit(127);
+    pid_t self = getpid();
+    pid_t cmd = _Fork(); /* no atfork handlers: async-signal-safe */
+    if (cmd < 0)
+        child_fail(REPORT_FD, STEP_FORK);
+    if (cmd == 0)
+        child_exec(p, self);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* a pending death signal runs now */
+    close(0); /* the pipes now belong to the command: EOF and EPIPE follow it */
+    close(1);
+    close(2);
+    int status;
+    while (waitpid(cmd, &status, 0) < 0)
+        if (errno != EINTR) {
+            kill(0, SIGKILL); /* cannot tell how it ended: report nothing */
+            _exit(127);
+        }
+    child_report(REPORT_FD, REPORT_STATUS, 0, status);
+    kill(0, SIGKILL); /* stragglers, and this supervisor */
+    _exit(0);
+}
+
+/* ---------------------------------------------------------------------------
+ * Worker side: pipes, the poll loop, the verdict.
+ */
+
+typedef struct watch {
+    const sp_proc_spec *spec;
+    sp_proc_result *res;
+    int in_r, in_w, out_r, out_w, err_r, err_w, rep_r, rep_w;
+    size_t in_off;
+    pid_t pgid;
+    bool has_deadline;
+    uint64_t deadline, drain_until;
+    bool killed;
+    sp_proc_end killed_as;
+    bool have_status, have_errno;
+    int status, err_step, err_errno;
+    char rep_buf[4 * sizeof(report)];
+    size_t rep_len;
+    size_t out_max, tail_max;
+    char *ring;
+    uint64_t err_total;
+    char scratch[16384];
+} watch;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static int fd_above_stdio(int fd)
+{
+    if (fd > 2)
+        return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return moved;
+}
+
+/* A CLOEXEC pipe whose ends are both above 2, the worker's end non-blocking. */
+static int make_pipe(int *rd, int *wr, bool worker_reads)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC))
+        return -1;
+    *rd = fd_above_stdio(p[0]);
+    *wr = fd_above_stdio(p[1]);
+    int mine = worker_reads ? *rd : *wr;
+    if (*rd < 0 || *wr < 0 || fcntl(mine, F_SETFL, O_NONBLOCK) < 0) {
+        int e = errno;
+        close_fd(rd);
+        close_fd(wr);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static void close_all(watch *w)
+{
+    int *fds[] = {&w->in_r, &w->in_w, &w->out_r, &w->out_w,
+                  &w->err_r, &w->err_w, &w->rep_r, &w->rep_w};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        close_fd(fds[i]);
+}
+
+static void spawn_failed(sp_proc_result *res, int step, int e)
+{
+    res->end = SP_PROC_SPAWN_FAILED;
+    res->spawn_step = STEP_NAMES[step];
+    res->spawn_errno = e;
+}
+
+static void kill_group(watch *w)
+{
+    if (w->pgid > 0)
+        kill(-w->pgid, SIGKILL);
+}
+
+/* write() with SIGPIPE held back for this thread and consumed if raised. */
+static ssize_t write_no_sigpipe(int fd, const void *data, size_t len)
+{
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    sigpending(&pending);
+    bool was_pending = sigismember(&pending, SIGPIPE);
+    ssize_t n = write(fd, data, len);
+    int e = errno;
+    if (n < 0 && e == EPIPE && !was_pending) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return n;
+}
+
+static void feed_stdin(watch *w)
+{
+    size_t left = w->spec->stdin_len - w->in_off;
+    size_t chunk = left < 65536 ? left : 65536;
+    ssize_t n = chunk ? write_no_sigpipe(w->in_w, w->spec->stdin_data + w->in_off, chunk) : 0;
+    if (n > 0)
+        w->in_off += (size_t)n;
+    else if (n < 0 && errno != EAGAIN && errno != EINTR)
+        close_fd(&w->in_w); /* EPIPE: it closed its stdin; fine */
+    if (w->in_off == w->spec->stdin_len)
+        close_fd(&w->in_w); /* EOF */
+}
+
+static void read_stdout(watch *w)
+{
+    sp_proc_result *res = w->res;
+    bool room = res->out_len < w->out_max;
+    char *dst = room ? res->out + res->out_len : w->scratch;
+    size_t cap = room ? w->out_max - res->out_len : sizeof w->scratch;
+    ssize_t n = read(w->out_r, dst, cap);
+    if (n > 0 && room)
+        res->out_len += (size_t)n;
+    else if (n > 0)
+        res->out_over = true;
+    else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+        close_fd(&w->out_r);
+}
+
+static void ring_put(watch *w, const char *data, size_t n)
+{
+    size_t cap = w->tail_max;
+    if (n > cap) {
+        w->err_total += n - cap;
+        data += n - cap;
+        n = cap;
+    }
+    size_t pos = (size_t)(w->err_total % cap);
+    size_t first = n < cap - pos ? n : cap - pos;
+    memcpy(w->ring + pos, data, first);
+    memcpy(w->ring, data + first, n - first);
+    w->err_total += n;
+}
+
+static void read_stderr(watch *w)
+{
+    ssize_t n = read(w->err_r, w->scratch, sizeof w->scratch);
+    if (n > 0)
+        ring_put(w, w->scratch, (size_t)n);
+    else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+        close_fd(&w->err_r);
+}
+
+static void take_record(watch *w, const report *r)
+{
+    if (r->type == REPORT_ERRNO && !w->have_errno && r->step >= 0 && r->step < STEP_COUNT) {
+        w->have_errno = true;
+        w->err_step = r->step;
+        w->err_errno = r->value;
+    } else if (r->type == REPORT_STATUS && !w->have_status) {
+        w->have_status = true;
+        w->status = r->value;
+        close_fd(&w->in_w);
+        kill_group(w); /* stragglers (the supervisor does it too) */
+    }
+}
+
+/* The supervisor is gone once the report pipe reaches EOF. */
+static void report_closed(watch *w)
+{
+    close_fd(&w->rep_r);
+    close_fd(&w->in_w);
+    kill_group(w);
+    w->drain_until = now_ms() + SP_PROC_DRAIN_MS;
+}
+
+static void read_reports(watch *w)
+{
+    ssize_t n = read(w->rep_r, w->rep_buf + w->rep_len, sizeof w->rep_buf - w->rep_len);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        report_closed(w);
+        return;
+    }
+    w->rep_len += (size_t)n;
+    while (w->rep_len >= sizeof(report)) {
+        report r;
+        memcpy(&r, w->rep_buf, sizeof r);
+        take_record(w, &r);
+        w->rep_len -= sizeof r;
+        memmove(w->rep_buf, w->rep_buf + sizeof r, w->rep_len);
+    }
+}
+
+static bool stop_fired(const watch *w)
+{
+    return w->spec->stop && sp_stop_fired(w->spec->stop);
+}
+
+/* Timeout first, then stop (the order of the result table). */
+static void check_kill(watch *w, uint64_t now)
+{
+    if (w->killed || w->have_status || w->rep_r < 0)
+        return;
+    if (w->has_deadline && now >= w->deadline) {
+        w->killed = true;
+        w->killed_as = SP_PROC_TIMED_OUT;
+    } else if (stop_fired(w)) {
+        w->killed = true;
+        w->killed_as = SP_PROC_STOPPED;
+    }
+    if (w->killed) {
+        close_fd(&w->in_w);
+        kill_group(w);
+    }
+}
+
+static bool finished(const watch *w, uint64_t now)
+{
+    if (w->rep_r >= 0)
+        return false;
+    return (w->out_r < 0 && w->err_r < 0) || now >= w->drain_until || stop_fired(w);
+}
+
+static int poll_timeout(const watch *w, uint64_t now)
+{
+    uint64_t t = UINT64_MAX;
+    if (w->rep_r < 0)
+        t = w->drain_until > now ? w->drain_until - now : 0;
+    else if (w->killed || w->have_status)
+        t = 1000; /* the group was SIGKILLed; re-kill while waiting for EOF */
+    else if (w->has_deadline)
+        t = w->deadline > now ? w->deadline - now : 0;
+    if (w->spec->stop && w->spec->stop->fd < 0 && t > 50)
+        t = 50; /* no eventfd: poll the flag */
+    return t == UINT64_MAX ? -1 : t > 1000000 ? 1000000 : (int)t;
+}
+
+enum { P_IN, P_OUT, P_ERR, P_REP, P_STOP, P_COUNT };
+
+static void poll_once(watch *w, uint64_t now)
+{
+    struct pollfd pf[P_COUNT];
+    int stop_fd = w->spec->stop ? w->spec->stop->fd : -1;
+    bool want_stop = !w->killed && !w->have_status;
+    pf[P_IN] = (struct pollfd){w->in_w, POLLOUT, 0};
+    pf[P_OUT] = (struct pollfd){w->out_r, POLLIN, 0};
+    pf[P_ERR] = (struct pollfd){w->err_r, POLLIN, 0};
+    pf[P_REP] = (struct pollfd){w->rep_r, POLLIN, 0};
+    pf[P_STOP] = (struct pollfd){want_stop ? stop_fd : -1, POLLIN, 0};
+    int n = poll(pf, P_COUNT, poll_timeout(w, now));
+    if (n < 0 && errno != EINTR) { /* ENOMEM: back off instead of spinning */
+        struct timespec pause = {0, 10 * 1000000};
+        nanosleep(&pause, NULL);
+    }
+    if (n <= 0) {
+        if (w->killed || w->have_status)
+            kill_group(w);
+        return;
+    }
+    if (pf[P_IN].revents & (POLLOUT | POLLERR | POLLHUP))
+        feed_stdin(w);
+    if (pf[P_OUT].revents & (POLLIN | POLLERR | POLLHUP))
+        read_stdout(w);
+    if (pf[P_ERR].revents & (POLLIN | POLLERR | POLLHUP))
+        read_stderr(w);
+    if (pf[P_REP].revents & (POLLIN | POLLERR | POLLHUP))
+        read_reports(w);
+}
+
+static void supervise(watch *w)
+{
+    if (w->spec->stdin_len == 0)
+        close_fd(&w->in_w);
+    for (;;) {
+        uint64_t now = now_ms();
+        check_kill(w, now);
+        if (finished(w, now))
+            return;
+        poll_once(w, now);
+    }
+}
+
+static void take_stderr(watch *w)
+{
+    sp_proc_result *res = w->res;
+    size_t cap = w->tail_max;
+    size_t len = w->err_total < cap ? (size_t)w->err_total : cap;
+    res->err = malloc(len + 1);
+    if (!res->err)
+        return;
+    size_t start = w->err_total < cap ? 0 : (size_t)(w->err_total % cap);
+    memcpy(res->err, w->ring + start, len - start);
+    memcpy(res->err + (len - start), w->ring, start);
+    res->err[len] = '\0';
+    res->err_len = len;
+    res->err_cut = w->err_total > cap;
+}
+
+/* How it ended. A kill we sent loses to an exit the command had already
+ * made on its own (the status was on its way). */
+static void verdict(watch *w, int leader_status)
+{
+    sp_proc_result *res = w->res;
+    bool exited = w->have_status && WIFEXITED(w->status);
+    if (w->have_errno)
+        spawn_failed(res, w->err_step, w->err_errno);
+    else if (w->killed && !exited)
+        res->end = w->killed_as;
+    else if (exited) {
+        res->end = SP_PROC_EXITED;
+        res->exit_code = WEXITSTATUS(w->status);
+    } else {
+        int st = w->have_status ? w->status : leader_status;
+        res->end = SP_PROC_SIGNALED;
+        res->signal = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+    }
+}
+
+/* What is already buffered in the pipes, when the drain ended early (stop,
+ * or an escaped process holding a pipe open). Bounded: 64 reads each. */
+static void drain_buffered(watch *w)
+{
+    for (int i = 0; i < 64 && w->out_r >= 0; i++) {
+        size_t before = w->res->out_len;
+        bool over = w->res->out_over;
+        read_stdout(w);
+        if (w->res->out_len == before && w->res->out_over == over)
+            break;
+    }
+    for (int i = 0; i < 64 && w->err_r >= 0; i++) {
+        uint64_t before = w->err_total;
+        read_stderr(w);
+        if (w->err_total == before)
+            break;
+    }
+}
+
+static void finish(watch *w)
+{
+    drain_buffered(w);
+    close_all(w);
+    kill_group(w); /* before the reap: the pgid cannot be reused yet */
+    int status = 0;
+    while (waitpid(w->pgid, &status, 0) < 0 && errno == EINTR) {
+    }
+    verdict(w, status);
+    take_stderr(w);
+    w->res->out[w->res->out_len] = '\0';
+}
+
+static int prepare(watch *w, child_plan *plan)
+{
+    const sp_proc_spec *spec = w->spec;
+    w->out_max = spec->stdout_max ? spec->stdout_max : SP_PROC_STDOUT_MAX;
+    w->tail_max = spec->stderr_tail ? spec->stderr_tail : SP_PROC_STDERR_TAIL;
+    w->res->out = malloc(w->out_max + 1);
+    w->ring = malloc(w->tail_max);
+    char **paths = exec_candidates(spec->argv[0], spec->envp);
+    if (!w->res->out || !w->ring || !paths) {
+        sp_proc_strv_free(paths);
+        errno = ENOMEM;
+        return STEP_SETUP;
+    }
+    *plan = (child_plan){(char *const *)spec->argv, paths, (char *const *)spec->envp,
+                         spec->cwd, -1, -1, -1, -1, getpid()};
+    if (make_pipe(&w->in_r, &w->in_w, false) || make_pipe(&w->out_r, &w->out_w, true) ||
+        make_pipe(&w->err_r, &w->err_w, true) || make_pipe(&w->rep_r, &w->rep_w, true))
+        return STEP_PIPE;
+    plan->in_r = w->in_r;
+    plan->out_w = w->out_w;
+    plan->err_w = w->err_w;
+    plan->rep_w = w->rep_w;
+    return -1;
+}
+
+static void watch_init(watch *w, const sp_proc_spec *spec, sp_proc_result *res)
+{
+    memset(w, 0, offsetof(watch, scratch));
+    w->spec = spec;
+    w->res = res;
+    w->in_r = w->in_w = w->out_r = w->out_w = -1;
+    w->err_r = w->err_w = w->rep_r = w->rep_w = -1;
+    if (spec->has_timeout) {
+        uint64_t t = spec->timeout_ms < UINT64_MAX / 4 ? spec->timeout_ms : UINT64_MAX / 4;
+        w->has_deadline = true;
+        w->deadline = now_ms() + t;
+    }
+}
+
+static void spawn(watch *w, child_plan *plan)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        child_supervise(plan);
+    int e = errno;
+    close_fd(&w->in_r);
+    close_fd(&w->out_w);
+    close_fd(&w->err_w);
+    close_fd(&w->rep_w);
+    if (pid < 0) {
+        close_all(w);
+        spawn_failed(w->res, STEP_FORK, e);
+        return;
+    }
+    w->pgid = w->res->pgid = pid;
+    setpgid(pid, pid); /* the supervisor does it too; whoever is first wins */
+    supervise(w);
+    finish(w);
+}
+
+void sp_proc_run(const sp_proc_spec *spec, sp_proc_result *res)
+{
+    memset(res, 0, sizeof *res);
+    watch *w = malloc(sizeof *w);
+    if (!w) {
+        spawn_failed(res, STEP_SETUP, ENOMEM);
+        return;
+    }
+    watch_init(w, spec, res);
+    child_plan plan = {0};
+    int failed_step = prepare(w, &plan);
+    if (failed_step >= 0) {
+        spawn_failed(res, failed_step, errno);
+        close_all(w);
+    } else {
+        spawn(w, &plan);
+    }
+    sp_proc_strv_free((char **)plan.paths);
+    free(w->ring);
+    free(w);
+    if (res->end == SP_PROC_SPAWN_FAILED && res->out)
+        res->out[res->out_len] = '\0';
+}
+
+void sp_proc_result_free(sp_proc_result *res)
+{
+    free(res->out);
+    free(res->err);
+    memset(res, 0, sizeof *res);
+}
