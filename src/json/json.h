@@ -4,7 +4,8 @@
  * What it is for: the one place where bytes become JSON values and values
  * become canonical bytes. Parsing is strict (jansson with
  * JSON_REJECT_DUPLICATES, plus spore's own checks for raw NUL bytes, depth,
- * the int53 range, zero-valued float tokens and every other non-integer);
+ * the int53 range, zero-valued float tokens and every other non-integer, and
+ * support for object keys containing U+0000, which jansson alone refuses);
  * encoding is spore's own (UTF-16 key order, minimal escapes).
  *
  * What it must never do: accept a value outside the canonical domain, emit
