@@ -59,7 +59,10 @@ typedef struct sp_db_driver {
     const char *name; /* "sqlite" | "postgres" */
     sp_db_dialect dialect;
     /* Start a transaction; `write` = take the write lock now (SQLite BEGIN
-     * IMMEDIATE). Busy past the timeout -> SP_STORE_UNAVAILABLE/store.busy. */
+     * IMMEDIATE). Busy past the timeout -> SP_STORE_UNAVAILABLE/store.busy.
+     * A successful begin gives the connection to the calling thread until
+     * commit() or rollback(); both always end the transaction, even when
+     * they fail. Every query() runs inside such a transaction. */
     sp_store_rc (*begin)(void *conn, bool write, sp_error *err);
     /* A failed commit whose outcome is unknown -> SP_STORE_UNKNOWN_COMMIT. */
     sp_store_rc (*commit)(void *conn, sp_error *err);

@@ -61,7 +61,11 @@ bool sp_store_rc_transient(sp_store_rc rc);
 #define SP_STORE_HOLDER_MAX (4u * 1024)     /* attempt holder handle */
 #define SP_STORE_ID_MAX 128                 /* tenant, run ID, request ID parts */
 #define SP_STORE_REQUEST_ID_MAX 512
-#define SP_STORE_PAGE_MAX 256
+#define SP_STORE_PAGE_MAX 256               /* larger limits are clamped; 0 = the max */
+#define SP_STORE_PACKAGE_MAX (8u << 20)     /* package bytes: quota/package.too-large */
+#define SP_STORE_BLOB_MAX (64u << 20)       /* blob bytes: quota/blob.too-large */
+#define SP_STORE_COMMANDS_MAX 128           /* commands per commit (the kernel's budget) */
+#define SP_STORE_DIAGNOSTICS_MAX 1024       /* diagnostics per commit */
 
 /* ---- the injectable clock ---- */
 
@@ -247,7 +251,7 @@ typedef struct sp_hold_req {
     const char *request_id;
     const char *holder; /* canonical JSON <= 4 KiB */
     uint64_t lease_until_ms; /* the async bound; capped at the deadline */
-    uint64_t deadline_ms;
+    uint64_t deadline_ms;    /* the new deadline; 0 = keep the attempt's current one */
 } sp_hold_req;
 
 typedef struct sp_finish_req {
@@ -472,6 +476,12 @@ sp_store_rc sp_store_scan_ready(sp_store *s, const char *cursor, size_t limit, s
                                 sp_error *err);
 sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_due_page *out,
                               sp_error *err);
+/* Running attempts whose claim recorded `host_id` as the owner's host
+ * (engine.md §11: a sweep looks for dead owners on its own host), ascending
+ * by attempt ID then key. Items are SP_DUE_LEASE with at_ms = leaseUntilMs,
+ * whatever the time; cursor `[attemptId, tenant, runId]`. */
+sp_store_rc sp_store_scan_running(sp_store *s, const char *host_id, const char *cursor,
+                                  size_t limit, sp_due_page *out, sp_error *err);
 sp_store_rc sp_store_get_run(sp_store *s, const sp_run_key *key, sp_run_view *out, bool *found,
                              sp_error *err);
 sp_store_rc sp_store_list_runs(sp_store *s, const char *tenant, const char *cursor, size_t limit,

@@ -1,0 +1,261 @@
+/*
+ * logic.h - private helpers shared by the store operations (src/store/ops_*.c).
+ *
+ * What it is for: the operations are written once over sp_db_driver. This
+ * header offers what they share: failure helpers with stable codes, request
+ * validation (bounds), transactions and row access (tx.c), the mutation
+ * runner that implements store.md §2 - begin, lock the run row, receipt
+ * first, "now" after the lock, predicates + writes, receipt, failpoints,
+ * commit (request.c) - and the typed receipt values (values.c).
+ *
+ * What it must never do: be included outside src/store/, talk to a database
+ * except through sp_db_driver, or let an operation skip the mutation runner.
+ */
+#ifndef SPORE_STORE_LOGIC_H
+#define SPORE_STORE_LOGIC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "store/db.h"
+#include "store/store.h"
+
+/* ---- failures ---- */
+
+/* Fill `err` with `code` and return `rc`. */
+sp_store_rc lg_fail(sp_error *err, sp_store_rc rc, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* conflict/request.invalid: a malformed request (never succeeds as written). */
+#define lg_invalid(err, ...) lg_fail((err), SP_STORE_CONFLICT, "request.invalid", __VA_ARGS__)
+
+/* A JSON encode/pack failure: out-of-memory -> unavailable, else store.encode. */
+sp_store_rc lg_encode_fail(sp_error *err, bool oom, const char *what);
+
+/* Canonical bytes of `v` into *out (caller frees); failures as lg_encode_fail. */
+sp_store_rc lg_encode(const json_t *v, char **out, size_t *len, const char *what, sp_error *err);
+
+/* ---- request validation (request.c): conflict/request.invalid ---- */
+
+sp_store_rc lg_check_key(const sp_run_key *key, sp_error *err);
+sp_store_rc lg_check_text(const char *what, const char *s, size_t max, sp_error *err);
+sp_store_rc lg_check_digest(const char *what, const char *digest, sp_error *err);
+sp_store_rc lg_check_ref(const sp_attempt_ref *ref, sp_error *err);
+sp_store_rc lg_check_evidence(const char *what, const sp_evidence *ev, sp_error *err);
+/* Counters and times must be u63 (SQL integers are signed 64-bit). */
+sp_store_rc lg_check_u63(const char *what, uint64_t v, sp_error *err);
+/* The attempt number n of "<invocationId>.<n>" (0 when malformed). */
+uint32_t lg_attempt_number(const char *invocation_id, const char *attempt_id);
+
+/* Predicates on evidence, evaluated inside the transaction:
+ * conflict/evidence.digest-mismatch and conflict/evidence.not-canonical.
+ * `parsed` (may be NULL) receives the parsed body. */
+sp_store_rc lg_verify_evidence(const sp_evidence *ev, json_t **parsed, sp_error *err);
+
+/* json_pack a request body: invalid UTF-8 -> request.invalid. */
+sp_store_rc lg_pack(json_t **out, sp_error *err, const char *fmt, ...);
+
+/* The REF prefix of attempt request bodies (see the table in request.c). */
+#define LG_REF_FMT "s s s s s o"
+#define LG_REF_ARGS(r)                                                                             \
+    (r)->key.tenant, (r)->key.run_id, (r)->invocation_id, (r)->attempt_id, (r)->owner,             \
+        lg_u63_json((r)->fence)
+
+/* A run status fits sp_run_view.status. */
+#define LG_STATUS_MAX 23
+
+/* ---- u63 values ---- */
+
+static inline uint64_t lg_sat_add(uint64_t a, uint64_t b)
+{
+    const uint64_t max = UINT64_C(9223372036854775807);
+    return (a > max || b > max - a) ? max : a + b;
+}
+
+/* ---- transactions and rows (tx.c) ---- */
+
+sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err);
+void lg_rollback(sp_store *s);
+sp_store_rc lg_commit(sp_store *s, sp_error *err);
+uint64_t lg_now(sp_store *s);
+
+sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                     sp_db_rows *out, int64_t *changes, sp_error *err);
+
+#define LG_PARAMS(...) ((const sp_db_val[]){__VA_ARGS__})
+#define LG_NPARAMS(...) (sizeof((const sp_db_val[]){__VA_ARGS__}) / sizeof(sp_db_val))
+/* Run `sql` with the listed parameters; `out` may be NULL. */
+#define LG_Q(s, out, err, sql, ...)                                                                \
+    lg_query((s), (sql), LG_PARAMS(__VA_ARGS__), LG_NPARAMS(__VA_ARGS__), (out), NULL, (err))
+/* Like LG_Q for writes that must touch exactly one row (else store.invariant). */
+sp_store_rc lg_write1(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                      sp_error *err);
+#define LG_W1(s, err, sql, ...)                                                                    \
+    lg_write1((s), (sql), LG_PARAMS(__VA_ARGS__), LG_NPARAMS(__VA_ARGS__), (err))
+
+/* One query in its own read transaction (a coherent single read). */
+sp_store_rc lg_read(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                    sp_db_rows *out, sp_error *err);
+#define LG_R(s, out, err, sql, ...)                                                                \
+    lg_read((s), (sql), LG_PARAMS(__VA_ARGS__), LG_NPARAMS(__VA_ARGS__), (out), (err))
+
+static inline uint64_t lg_u64(const sp_db_rows *r, size_t row, size_t col)
+{
+    const sp_db_val *v = sp_db_cell(r, row, col);
+    return v->type == SP_DB_INT && v->i > 0 ? (uint64_t)v->i : 0;
+}
+
+/* TEXT/BLOB cell as a NUL-terminated string, NULL for SQL NULL. */
+static inline const char *lg_text(const sp_db_rows *r, size_t row, size_t col)
+{
+    const sp_db_val *v = sp_db_cell(r, row, col);
+    return v->type == SP_DB_TEXT || v->type == SP_DB_BLOB ? v->s : NULL;
+}
+
+static inline size_t lg_len(const sp_db_rows *r, size_t row, size_t col)
+{
+    return sp_db_cell(r, row, col)->len;
+}
+
+/* Copy a text cell into a fixed buffer (truncating; "" for NULL). */
+void lg_copy(char *dst, size_t cap, const sp_db_rows *r, size_t row, size_t col);
+/* A new copy of a text cell (NULL for SQL NULL); false on out-of-memory. */
+bool lg_dup(char **dst, size_t *len, const sp_db_rows *r, size_t row, size_t col);
+
+/* The run row as every mutation locks it (LG_RUN_COLS order). */
+#define LG_RUN_COLS                                                                                \
+    "start_key, package_digest, artifact_digest, started_digest, status, revision, "               \
+    "applied_sequence, next_sequence, last_accepted_ms, fence, quarantine_code, "                  \
+    "quarantine_details, quarantine_at_ms, created_at_ms, updated_at_ms"
+enum {
+    RUN_START_KEY,
+    RUN_PACKAGE_DIGEST,
+    RUN_ARTIFACT_DIGEST,
+    RUN_STARTED_DIGEST,
+    RUN_STATUS,
+    RUN_REVISION,
+    RUN_APPLIED,
+    RUN_NEXT,
+    RUN_LAST_ACCEPTED,
+    RUN_FENCE,
+    RUN_Q_CODE,
+    RUN_Q_DETAILS,
+    RUN_Q_AT,
+    RUN_CREATED,
+    RUN_UPDATED,
+    RUN_NCOLS
+};
+
+/* ---- the mutation runner (request.c) ---- */
+
+typedef struct lg_mut {
+    sp_store *s;
+    const sp_run_key *key;
+    sp_db_rows run;         /* the locked run row: 0 rows = no such run */
+    uint64_t now;           /* authority time, sampled after the lock */
+    json_t *value;          /* set by `apply`: the typed result (owned) */
+    bool natural_duplicate; /* `apply` found the identical request: no writes, no receipt */
+} lg_mut;
+
+static inline bool lg_run_exists(const lg_mut *m) { return m->run.nrows == 1; }
+static inline uint64_t lg_run_u64(const lg_mut *m, int col) { return lg_u64(&m->run, 0, col); }
+static inline const char *lg_run_text(const lg_mut *m, int col) { return lg_text(&m->run, 0, col); }
+static inline bool lg_run_quarantined(const lg_mut *m)
+{
+    return lg_run_text(m, RUN_Q_CODE) != NULL;
+}
+
+/* The shared run predicates: not-found/run.not-found, stale/run.quarantined,
+ * stale/revision.mismatch. */
+sp_store_rc lg_need_run(const lg_mut *m, sp_error *err);
+sp_store_rc lg_need_unquarantined(const lg_mut *m, sp_error *err);
+sp_store_rc lg_need_revision(const lg_mut *m, uint64_t expected, sp_error *err);
+
+typedef struct lg_op {
+    const char *name;      /* "create_run": the digest's operation and receipts.operation */
+    const char *failpoint; /* "create-run" -> store.create-run.{before,after}-commit; or NULL */
+    /* Predicates in order, then writes; sets m->value. */
+    sp_store_rc (*apply)(lg_mut *m, const void *req, sp_error *err);
+    /* Fill the typed result from a value (fresh or replayed). */
+    sp_store_rc (*decode)(const json_t *value, void *res, sp_error *err);
+} lg_op;
+
+/* One mutation, store.md §2. `body` (taken) is the JSON array that defines
+ * the request (the digest table in request.c). On success `res` is filled
+ * by op->decode and `*disposition` says applied or duplicate. */
+sp_store_rc lg_mutate(sp_store *s, const lg_op *op, const sp_run_key *key, const char *request_id,
+                      json_t *body, const void *req, void *res, sp_disposition *disposition,
+                      sp_error *err);
+
+/* ---- attempts (ops_attempts.c) ---- */
+
+#define LG_ATTEMPT_COLS                                                                            \
+    "invocation_id, attempt_number, owner, fence, lease_until_ms, deadline_ms, status"
+enum { AT_INVOCATION, AT_NUMBER, AT_OWNER, AT_FENCE, AT_LEASE, AT_DEADLINE, AT_STATUS };
+
+/* The attempt row named by ref->attempt_id (0 rows when absent). */
+sp_store_rc lg_attempt_row(lg_mut *m, const sp_attempt_ref *ref, sp_db_rows *rows, sp_error *err);
+/* One row whose invocation, owner and fence equal the reference's. */
+bool lg_attempt_matches(const sp_db_rows *rows, const sp_attempt_ref *ref);
+bool lg_attempt_running(const sp_db_rows *rows);
+/* Load the attempt and require running + matching tuple + now < lease
+ * (stale/lease.lost). `rows` must be freed by the caller either way. */
+sp_store_rc lg_check_lease(lg_mut *m, const sp_attempt_ref *ref, sp_db_rows *rows, sp_error *err);
+/* Holder handle: canonical JSON (conflict/holder.invalid) <= 4 KiB
+ * (quota/holder.too-large). */
+sp_store_rc lg_check_holder(const char *holder, sp_error *err);
+
+/* ---- shared writes ---- */
+
+/* Append one event at the run's next gapless sequence with acceptedAtMs =
+ * max(now, the previous event's) and advance the run (ops_events.c). Checks
+ * the size (quota/event.too-large). */
+sp_store_rc lg_append(lg_mut *m, const char *event_id, const char *kind, const char *body,
+                      size_t len, const char *digest, uint64_t *sequence, uint64_t *accepted,
+                      sp_error *err);
+
+/* ---- typed values (values.c): canonical JSON of each result ---- */
+
+json_t *lg_u63_json(uint64_t v);
+bool lg_get_u63(const json_t *obj, const char *name, uint64_t *out);
+const char *lg_get_str(const json_t *obj, const char *name);
+json_t *lg_key_json(const sp_run_key *key);
+bool lg_key_from(const json_t *v, sp_run_key *key);
+/* A receipt value that does not decode: corrupt/store.corrupt. */
+sp_store_rc lg_bad_value(sp_error *err, const char *op);
+
+json_t *lg_created_value(const sp_run_key *key);
+sp_store_rc lg_created_decode(const json_t *v, void *res, sp_error *err);
+json_t *lg_appended_value(uint64_t sequence, uint64_t accepted_at_ms);
+sp_store_rc lg_appended_decode(const json_t *v, void *res, sp_error *err);
+json_t *lg_committed_value(const sp_run_key *key, uint64_t revision, uint64_t applied,
+                           const char *decision_digest);
+sp_store_rc lg_committed_decode(const json_t *v, void *res, sp_error *err);
+json_t *lg_claim_value(const sp_claim *c); /* c->input is canonical text */
+sp_store_rc lg_claim_decode(const json_t *v, void *res, sp_error *err);
+json_t *lg_lease_value(uint64_t lease_until_ms);
+sp_store_rc lg_lease_decode(const json_t *v, void *res, sp_error *err);
+json_t *lg_result_value(uint64_t sequence);
+sp_store_rc lg_result_decode(const json_t *v, void *res, sp_error *err);
+json_t *lg_audit_value(uint64_t audit_id);
+sp_store_rc lg_audit_decode(const json_t *v, void *res, sp_error *err);
+json_t *lg_flag_value(bool quarantined);
+sp_store_rc lg_flag_decode(const json_t *v, void *res, sp_error *err);
+
+/* Attempt references in values and scans. */
+json_t *lg_ref_json(const sp_attempt_ref *ref);
+bool lg_ref_from(const json_t *v, sp_attempt_ref *ref);
+
+/* ---- cursors (ops_scan.c, ops_views.c): JSON arrays of the last sort key ---- */
+
+/* Parse a cursor of `n` string members (conflict/cursor.invalid). */
+sp_store_rc lg_cursor_parse(const char *cursor, size_t n, const char **out, json_t **owner,
+                            sp_error *err);
+/* Encode the strings as a cursor (NULL on out-of-memory). */
+char *lg_cursor_make(const char *const *parts, size_t n);
+size_t lg_clamp_limit(size_t limit);
+
+#endif

@@ -1,0 +1,320 @@
+/*
+ * ops_attempts.c - attempt ownership: claim_attempt, heartbeat (= renew) and
+ * hold_attempt (store.md §3, engine.md §7, §9, §11), and the fenced-lease
+ * check that finish_attempt shares.
+ *
+ * claim_attempt predicates, in order: invocation exists (not-found/
+ * invocation.not-found); run not quarantined (stale/run.quarantined);
+ * invocation pending (conflict/invocation.not-claimable); now >= notBeforeMs
+ * (conflict/invocation.not-due). Writes: the run's fence counter +1 (never
+ * reused), attempt `<invocationId>.<n>` running for `worker` with that fence,
+ * leaseUntilMs = now + duration capped at the deadline (when one is given),
+ * holder, owner host/pid/start; the invocation becomes running.
+ *
+ * heartbeat / hold_attempt: the attempt is running, (attempt ID, invocation,
+ * owner, fence) match and now < leaseUntilMs - else stale/lease.lost. A
+ * heartbeat sets leaseUntilMs = now + extendMs capped at the deadline. A hold
+ * records the holder handle, sets the deadline (a 0 deadline keeps the
+ * current one) and moves leaseUntilMs to min(requested, deadline).
+ *
+ * What it must never do: extend a lease that already ran out (no
+ * resurrection), hand out a fence twice, or let a replayed heartbeat extend
+ * anything (the receipt answers the historical lease).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json/json.h"
+#include "store/logic.h"
+
+/* ---- the attempt row and the fenced-lease check ---- */
+
+sp_store_rc lg_attempt_row(lg_mut *m, const sp_attempt_ref *ref, sp_db_rows *rows, sp_error *err)
+{
+    return LG_Q(m->s, rows, err,
+                "SELECT " LG_ATTEMPT_COLS " FROM attempts"
+                " WHERE tenant = ? AND run_id = ? AND attempt_id = ?",
+                DB_TEXT(ref->key.tenant), DB_TEXT(ref->key.run_id), DB_TEXT(ref->attempt_id));
+}
+
+bool lg_attempt_matches(const sp_db_rows *rows, const sp_attempt_ref *ref)
+{
+    return rows->nrows == 1 && strcmp(lg_text(rows, 0, AT_INVOCATION), ref->invocation_id) == 0 &&
+           strcmp(lg_text(rows, 0, AT_OWNER), ref->owner) == 0 &&
+           lg_u64(rows, 0, AT_FENCE) == ref->fence;
+}
+
+bool lg_attempt_running(const sp_db_rows *rows)
+{
+    return strcmp(lg_text(rows, 0, AT_STATUS), "running") == 0;
+}
+
+sp_store_rc lg_check_lease(lg_mut *m, const sp_attempt_ref *ref, sp_db_rows *rows, sp_error *err)
+{
+    sp_store_rc rc = lg_attempt_row(m, ref, rows, err);
+    if (rc)
+        return rc;
+    if (!lg_attempt_matches(rows, ref) || !lg_attempt_running(rows) ||
+        m->now >= lg_u64(rows, 0, AT_LEASE))
+        return lg_fail(err, SP_STORE_STALE, "lease.lost",
+                       "attempt %s is not running under this owner, fence and lease",
+                       ref->attempt_id);
+    return SP_STORE_OK;
+}
+
+static uint64_t capped(uint64_t lease, uint64_t deadline)
+{
+    return deadline && lease > deadline ? deadline : lease;
+}
+
+sp_store_rc lg_check_holder(const char *holder, sp_error *err)
+{
+    size_t len = strnlen(holder, SP_STORE_HOLDER_MAX + 1);
+    if (len > SP_STORE_HOLDER_MAX)
+        return lg_fail(err, SP_STORE_QUOTA, "holder.too-large", "holder is larger than %u bytes",
+                       SP_STORE_HOLDER_MAX);
+    sp_error perr = {0};
+    json_t *v = sp_json_parse_canonical(holder, len, &perr);
+    sp_error_clear(&perr);
+    if (!v)
+        return lg_fail(err, SP_STORE_CONFLICT, "holder.invalid", "holder is not canonical JSON");
+    json_decref(v);
+    return SP_STORE_OK;
+}
+
+/* ---- claim_attempt ---- */
+
+#define INV_COLS                                                                                   \
+    "node_id, action_id, effect_key, input, input_digest, status, attempt_number, not_before_ms"
+enum {
+    IV_NODE,
+    IV_ACTION,
+    IV_EFFECT,
+    IV_INPUT,
+    IV_INPUT_DIGEST,
+    IV_STATUS,
+    IV_NUMBER,
+    IV_NOT_BEFORE
+};
+
+static sp_store_rc claim_predicates(lg_mut *m, const sp_claim_req *req, const sp_db_rows *inv,
+                                    sp_error *err)
+{
+    if (inv->nrows == 0)
+        return lg_fail(err, SP_STORE_NOT_FOUND, "invocation.not-found",
+                       "invocation %s does not exist", req->invocation_id);
+    sp_store_rc rc = lg_need_unquarantined(m, err);
+    if (rc)
+        return rc;
+    if (strcmp(lg_text(inv, 0, IV_STATUS), "pending") != 0)
+        return lg_fail(err, SP_STORE_CONFLICT, "invocation.not-claimable", "invocation %s is %s",
+                       req->invocation_id, lg_text(inv, 0, IV_STATUS));
+    if (m->now < lg_u64(inv, 0, IV_NOT_BEFORE))
+        return lg_fail(err, SP_STORE_CONFLICT, "invocation.not-due",
+                       "invocation %s is not due before %llu", req->invocation_id,
+                       (unsigned long long)lg_u64(inv, 0, IV_NOT_BEFORE));
+    return SP_STORE_OK;
+}
+
+static sp_store_rc insert_attempt(lg_mut *m, const sp_claim_req *req, const sp_claim *c,
+                                  sp_error *err)
+{
+    sp_store_rc rc = LG_W1(m->s, err,
+                           "UPDATE runs SET fence = ?, updated_at_ms = ?"
+                           " WHERE tenant = ? AND run_id = ?",
+                           DB_INT(c->attempt.fence), DB_INT(m->now), DB_TEXT(req->key.tenant),
+                           DB_TEXT(req->key.run_id));
+    if (rc == SP_STORE_OK)
+        rc =
+            LG_Q(m->s, NULL, err,
+                 "INSERT INTO attempts (tenant, run_id, attempt_id, invocation_id,"
+                 " attempt_number, owner, fence, lease_until_ms, deadline_ms, status, holder,"
+                 " owner_host, owner_pid, owner_started, started_at_ms)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                 DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_TEXT(c->attempt.attempt_id),
+                 DB_TEXT(req->invocation_id), DB_INT(c->attempt_number), DB_TEXT(req->worker),
+                 DB_INT(c->attempt.fence), DB_INT(c->lease_until_ms), DB_INT(c->deadline_ms),
+                 DB_OPT_TEXT(req->holder), DB_TEXT(req->host.host_id), DB_INT(req->host.pid),
+                 DB_INT(req->host.pid_started), DB_INT(m->now));
+    if (rc == SP_STORE_OK)
+        rc = LG_W1(m->s, err,
+                   "UPDATE invocations SET status = 'running'"
+                   " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
+                   DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_TEXT(req->invocation_id));
+    return rc;
+}
+
+/* The claim as it will be answered, borrowing strings from `inv`. */
+static void claim_of(const lg_mut *m, const sp_claim_req *req, const sp_db_rows *inv, sp_claim *c)
+{
+    c->attempt.key = req->key;
+    snprintf(c->attempt.invocation_id, sizeof c->attempt.invocation_id, "%s", req->invocation_id);
+    snprintf(c->attempt.owner, sizeof c->attempt.owner, "%s", req->worker);
+    c->attempt_number = (uint32_t)lg_u64(inv, 0, IV_NUMBER);
+    snprintf(c->attempt.attempt_id, sizeof c->attempt.attempt_id, "%s.%u", req->invocation_id,
+             c->attempt_number);
+    c->attempt.fence = lg_run_u64(m, RUN_FENCE) + 1;
+    c->deadline_ms = req->deadline_ms;
+    c->lease_until_ms = capped(lg_sat_add(m->now, req->lease_duration_ms), req->deadline_ms);
+    c->node_id = (char *)lg_text(inv, 0, IV_NODE);
+    c->action_id = (char *)lg_text(inv, 0, IV_ACTION);
+    c->effect_key = (char *)lg_text(inv, 0, IV_EFFECT);
+    c->input = (char *)lg_text(inv, 0, IV_INPUT);
+    c->input_len = lg_len(inv, 0, IV_INPUT);
+    lg_copy(c->input_digest, sizeof c->input_digest, inv, 0, IV_INPUT_DIGEST);
+}
+
+static sp_store_rc claim_apply(lg_mut *m, const void *r, sp_error *err)
+{
+    const sp_claim_req *req = r;
+    sp_db_rows inv;
+    sp_store_rc rc =
+        LG_Q(m->s, &inv, err,
+             "SELECT " INV_COLS " FROM invocations"
+             " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
+             DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_TEXT(req->invocation_id));
+    if (rc == SP_STORE_OK)
+        rc = claim_predicates(m, req, &inv, err);
+    sp_claim c = {0};
+    if (rc == SP_STORE_OK) {
+        claim_of(m, req, &inv, &c);
+        rc = insert_attempt(m, req, &c, err);
+    }
+    if (rc == SP_STORE_OK)
+        m->value = lg_claim_value(&c);
+    sp_db_rows_free(&inv);
+    return rc;
+}
+
+static sp_store_rc claim_validate(const sp_claim_req *req, sp_error *err)
+{
+    sp_store_rc rc = lg_check_key(&req->key, err);
+    if (!rc)
+        rc = lg_check_text("request ID", req->request_id, SP_STORE_REQUEST_ID_MAX, err);
+    if (!rc)
+        rc = lg_check_text("invocation ID", req->invocation_id, SP_ID_LEN, err);
+    if (!rc)
+        rc = lg_check_text("worker", req->worker, SP_STORE_ID_MAX, err);
+    if (!rc && strnlen(req->host.host_id, sizeof req->host.host_id) == sizeof req->host.host_id)
+        rc = lg_invalid(err, "host ID must be NUL-terminated");
+    if (!rc)
+        rc = lg_check_u63("lease duration", req->lease_duration_ms, err);
+    if (!rc)
+        rc = lg_check_u63("deadline", req->deadline_ms, err);
+    if (!rc)
+        rc = lg_check_u63("owner start time", req->host.pid_started, err);
+    if (!rc && req->holder)
+        rc = lg_check_holder(req->holder, err);
+    return rc;
+}
+
+static const lg_op CLAIM_ATTEMPT = {"claim_attempt", "claim-attempt", claim_apply, lg_claim_decode};
+
+sp_store_rc sp_store_claim_attempt(sp_store *s, const sp_claim_req *req, sp_claim *res,
+                                   sp_error *err)
+{
+    memset(res, 0, sizeof *res);
+    sp_store_rc rc = claim_validate(req, err);
+    json_t *body = NULL;
+    if (!rc)
+        rc = lg_pack(&body, err, "[s s s s o s? o s I o]", req->key.tenant, req->key.run_id,
+                     req->invocation_id, req->worker, lg_u63_json(req->lease_duration_ms),
+                     req->holder, lg_u63_json(req->deadline_ms), req->host.host_id,
+                     (json_int_t)req->host.pid, lg_u63_json(req->host.pid_started));
+    if (rc)
+        return rc;
+    return lg_mutate(s, &CLAIM_ATTEMPT, &req->key, req->request_id, body, req, res,
+                     &res->disposition, err);
+}
+
+/* ---- heartbeat ---- */
+
+static sp_store_rc set_lease(lg_mut *m, const sp_attempt_ref *ref, uint64_t lease, sp_error *err)
+{
+    sp_store_rc rc = LG_W1(m->s, err,
+                           "UPDATE attempts SET lease_until_ms = ?"
+                           " WHERE tenant = ? AND run_id = ? AND attempt_id = ?",
+                           DB_INT(lease), DB_TEXT(ref->key.tenant), DB_TEXT(ref->key.run_id),
+                           DB_TEXT(ref->attempt_id));
+    if (rc == SP_STORE_OK)
+        m->value = lg_lease_value(lease);
+    return rc;
+}
+
+static sp_store_rc heartbeat_apply(lg_mut *m, const void *r, sp_error *err)
+{
+    const sp_heartbeat_req *req = r;
+    sp_db_rows rows;
+    sp_store_rc rc = lg_check_lease(m, &req->attempt, &rows, err);
+    uint64_t lease =
+        capped(lg_sat_add(m->now, req->extend_ms), rc ? 0 : lg_u64(&rows, 0, AT_DEADLINE));
+    sp_db_rows_free(&rows);
+    return rc ? rc : set_lease(m, &req->attempt, lease, err);
+}
+
+static const lg_op HEARTBEAT = {"heartbeat", "heartbeat", heartbeat_apply, lg_lease_decode};
+
+sp_store_rc sp_store_heartbeat(sp_store *s, const sp_heartbeat_req *req, sp_heartbeat_res *res,
+                               sp_error *err)
+{
+    memset(res, 0, sizeof *res);
+    sp_store_rc rc = lg_check_ref(&req->attempt, err);
+    if (!rc)
+        rc = lg_check_text("request ID", req->request_id, SP_STORE_REQUEST_ID_MAX, err);
+    if (!rc)
+        rc = lg_check_u63("extension", req->extend_ms, err);
+    json_t *body = NULL;
+    if (!rc)
+        rc = lg_pack(&body, err, "[" LG_REF_FMT " o]", LG_REF_ARGS(&req->attempt),
+                     lg_u63_json(req->extend_ms));
+    if (rc)
+        return rc;
+    return lg_mutate(s, &HEARTBEAT, &req->attempt.key, req->request_id, body, req, res,
+                     &res->disposition, err);
+}
+
+/* ---- hold_attempt ---- */
+
+static sp_store_rc hold_apply(lg_mut *m, const void *r, sp_error *err)
+{
+    const sp_hold_req *req = r;
+    sp_db_rows rows;
+    sp_store_rc rc = lg_check_lease(m, &req->attempt, &rows, err);
+    uint64_t deadline =
+        req->deadline_ms ? req->deadline_ms : (rc ? 0 : lg_u64(&rows, 0, AT_DEADLINE));
+    uint64_t lease = capped(req->lease_until_ms, deadline);
+    sp_db_rows_free(&rows);
+    if (rc == SP_STORE_OK)
+        rc = LG_W1(m->s, err,
+                   "UPDATE attempts SET holder = ?, deadline_ms = ?"
+                   " WHERE tenant = ? AND run_id = ? AND attempt_id = ?",
+                   DB_TEXT(req->holder), DB_INT(deadline), DB_TEXT(req->attempt.key.tenant),
+                   DB_TEXT(req->attempt.key.run_id), DB_TEXT(req->attempt.attempt_id));
+    return rc ? rc : set_lease(m, &req->attempt, lease, err);
+}
+
+static const lg_op HOLD_ATTEMPT = {"hold_attempt", NULL, hold_apply, lg_lease_decode};
+
+sp_store_rc sp_store_hold_attempt(sp_store *s, const sp_hold_req *req, sp_heartbeat_res *res,
+                                  sp_error *err)
+{
+    memset(res, 0, sizeof *res);
+    sp_store_rc rc = lg_check_ref(&req->attempt, err);
+    if (!rc)
+        rc = lg_check_text("request ID", req->request_id, SP_STORE_REQUEST_ID_MAX, err);
+    if (!rc)
+        rc = lg_check_u63("lease end", req->lease_until_ms, err);
+    if (!rc)
+        rc = lg_check_u63("deadline", req->deadline_ms, err);
+    if (!rc)
+        rc =
+            req->holder ? lg_check_holder(req->holder, err) : lg_invalid(err, "holder is required");
+    json_t *body = NULL;
+    if (!rc)
+        rc = lg_pack(&body, err, "[" LG_REF_FMT " s o o]", LG_REF_ARGS(&req->attempt), req->holder,
+                     lg_u63_json(req->lease_until_ms), lg_u63_json(req->deadline_ms));
+    if (rc)
+        return rc;
+    return lg_mutate(s, &HOLD_ATTEMPT, &req->attempt.key, req->request_id, body, req, res,
+                     &res->disposition, err);
+}

@@ -1,0 +1,418 @@
+/*
+ * ops_commit.c - commit_turn (store.md §3): consume the pending event and
+ * store the kernel's decision atomically (invariant I1).
+ *
+ * Predicates, in order: run exists (not-found/run.not-found); not quarantined
+ * (stale/run.quarantined); revision matches (stale/revision.mismatch); the
+ * event at applied+1 has that ID and sequence (stale/event.mismatch);
+ * snapshot digest (conflict/snapshot.digest-mismatch); snapshot <= 256 KiB
+ * (quota/snapshot.too-large); no command ID already in the run or repeated
+ * (conflict/command.id-conflict); then per command, in order: known kind
+ * (incompatible/command.unknown-kind), payload decodes (conflict/
+ * command.invalid), activity.schedule on an existing invocation (conflict/
+ * invocation.exists), activity.retry on a missing, non-settled or
+ * wrong-attempt invocation (conflict/invocation.retry-invalid); diagnostics
+ * details are canonical JSON (conflict/diagnostic.invalid).
+ *
+ * Writes: the transition record (diagnostics as a canonical JSON array
+ * [{code, details, nodeId}, ...]), the run (revision+1, applied sequence,
+ * snapshot, status), the event's consuming revision, each command, and the
+ * invocations the commands authorize.
+ *
+ * What it must never do: write part of a decision, or let a command ID name
+ * different arguments (I3).
+ */
+#include <stdlib.h>
+
+#include "json/decimal.h"
+#include "json/json.h"
+#include "store/logic.h"
+
+/* ---- predicates on the run ---- */
+
+static sp_store_rc check_event(lg_mut *m, const sp_commit_turn_req *req, sp_error *err)
+{
+    uint64_t pending = lg_run_u64(m, RUN_APPLIED) + 1;
+    sp_db_rows rows = {0};
+    sp_store_rc rc = SP_STORE_OK;
+    if (pending < lg_run_u64(m, RUN_NEXT))
+        rc = LG_Q(m->s, &rows, err,
+                  "SELECT event_id FROM events WHERE tenant = ? AND run_id = ? AND sequence = ?",
+                  DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_INT(pending));
+    if (rc == SP_STORE_OK && (rows.nrows != 1 || req->event_sequence != pending ||
+                              strcmp(lg_text(&rows, 0, 0), req->event_id) != 0))
+        rc = lg_fail(err, SP_STORE_STALE, "event.mismatch",
+                     "the pending event is not %s at sequence %llu", req->event_id,
+                     (unsigned long long)req->event_sequence);
+    sp_db_rows_free(&rows);
+    return rc;
+}
+
+static sp_store_rc check_run(lg_mut *m, const sp_commit_turn_req *req, sp_error *err)
+{
+    sp_store_rc rc = lg_need_run(m, err);
+    if (!rc)
+        rc = lg_need_unquarantined(m, err);
+    if (!rc)
+        rc = lg_need_revision(m, req->expected_revision, err);
+    return rc ? rc : check_event(m, req, err);
+}
+
+static sp_store_rc check_snapshot(const sp_commit_turn_req *req, sp_error *err)
+{
+    char digest[SP_DIGEST_TEXT_LEN + 1];
+    sp_digest_one("state", req->snapshot, req->snapshot_len, digest);
+    if (strcmp(digest, req->snapshot_digest) != 0)
+        return lg_fail(err, SP_STORE_CONFLICT, "snapshot.digest-mismatch",
+                       "snapshot digest %s does not match the snapshot (%s)", req->snapshot_digest,
+                       digest);
+    if (req->snapshot_len > SP_STORE_SNAPSHOT_MAX)
+        return lg_fail(err, SP_STORE_QUOTA, "snapshot.too-large",
+                       "snapshot is larger than %u bytes", SP_STORE_SNAPSHOT_MAX);
+    return SP_STORE_OK;
+}
+
+static sp_store_rc check_command_ids(lg_mut *m, const sp_commit_turn_req *req, sp_error *err)
+{
+    sp_store_rc rc = SP_STORE_OK;
+    for (size_t i = 0; i < req->ncommands && rc == SP_STORE_OK; i++) {
+        const char *id = req->commands[i].command_id;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(req->commands[j].command_id, id) == 0)
+                return lg_fail(err, SP_STORE_CONFLICT, "command.id-conflict",
+                               "command %s is repeated", id);
+        sp_db_rows rows;
+        rc = LG_Q(m->s, &rows, err,
+                  "SELECT 1 FROM commands WHERE tenant = ? AND run_id = ? AND command_id = ?",
+                  DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_TEXT(id));
+        if (rc == SP_STORE_OK && rows.nrows)
+            rc = lg_fail(err, SP_STORE_CONFLICT, "command.id-conflict",
+                         "command %s already exists in the run", id);
+        sp_db_rows_free(&rows);
+    }
+    return rc;
+}
+
+/* ---- commands ---- */
+
+typedef struct command_args {
+    const char *invocation_id, *activation_id, *node_id, *action_id, *effect_key;
+    const json_t *input;
+    json_int_t attempt;
+    uint64_t not_before_ms;
+} command_args;
+
+static const char *str_member(const json_t *o, const char *name, size_t max)
+{
+    const char *s = lg_get_str(o, name);
+    return s && *s && strlen(s) <= max ? s : NULL;
+}
+
+/* activity.schedule: {actionId, activationId, attempt: 1, effectKey, input,
+ * invocationId, nodeId, notBeforeMs}; activity.retry: {attempt: n >= 2,
+ * invocationId, notBeforeMs}. Exactly these members. */
+static bool decode_args(const json_t *p, bool schedule, command_args *a)
+{
+    a->invocation_id = str_member(p, "invocationId", SP_ID_LEN);
+    a->attempt = json_integer_value(json_object_get(p, "attempt"));
+    bool ok = json_is_object(p) && json_object_size(p) == (schedule ? 8u : 3u) &&
+              a->invocation_id && json_is_integer(json_object_get(p, "attempt")) &&
+              lg_get_u63(p, "notBeforeMs", &a->not_before_ms);
+    if (!ok || !schedule)
+        return ok && a->attempt >= 2 && a->attempt <= (json_int_t)UINT32_MAX &&
+               a->not_before_ms <= SP_U63_MAX;
+    a->activation_id = str_member(p, "activationId", SP_STORE_ID_MAX);
+    a->node_id = str_member(p, "nodeId", SP_STORE_ID_MAX);
+    a->action_id = str_member(p, "actionId", SP_STORE_ID_MAX);
+    a->effect_key = str_member(p, "effectKey", SP_STORE_ID_MAX);
+    a->input = json_object_get(p, "input");
+    return a->attempt == 1 && a->activation_id && a->node_id && a->action_id && a->effect_key &&
+           a->input && a->not_before_ms <= SP_U63_MAX;
+}
+
+static sp_store_rc invocation_row(lg_mut *m, const char *invocation_id, sp_db_rows *rows,
+                                  sp_error *err)
+{
+    return LG_Q(m->s, rows, err,
+                "SELECT status, attempt_number FROM invocations"
+                " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
+                DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(invocation_id));
+}
+
+static sp_store_rc insert_invocation(lg_mut *m, const command_args *a, sp_error *err)
+{
+    size_t len = 0;
+    char *input = NULL;
+    sp_store_rc rc = lg_encode(a->input, &input, &len, "command input", err);
+    if (rc)
+        return rc;
+    char digest[SP_DIGEST_TEXT_LEN + 1];
+    sp_digest_one("body", input, len, digest);
+    rc = LG_Q(m->s, NULL, err,
+              "INSERT INTO invocations (tenant, run_id, invocation_id, node_id,"
+              " action_id, effect_key, input, input_digest, status, attempt_number,"
+              " not_before_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?)",
+              DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(a->invocation_id),
+              DB_TEXT(a->node_id), DB_TEXT(a->action_id), DB_TEXT(a->effect_key),
+              DB_TEXTN(input, len), DB_TEXT(digest), DB_INT(a->not_before_ms));
+    free(input);
+    return rc;
+}
+
+static sp_store_rc apply_schedule(lg_mut *m, const command_args *a, sp_error *err)
+{
+    sp_db_rows rows;
+    sp_store_rc rc = invocation_row(m, a->invocation_id, &rows, err);
+    if (rc == SP_STORE_OK && rows.nrows)
+        rc = lg_fail(err, SP_STORE_CONFLICT, "invocation.exists", "invocation %s already exists",
+                     a->invocation_id);
+    sp_db_rows_free(&rows);
+    return rc ? rc : insert_invocation(m, a, err);
+}
+
+static sp_store_rc apply_retry(lg_mut *m, const command_args *a, sp_error *err)
+{
+    sp_db_rows rows;
+    sp_store_rc rc = invocation_row(m, a->invocation_id, &rows, err);
+    if (rc == SP_STORE_OK && (rows.nrows == 0 || strcmp(lg_text(&rows, 0, 0), "settled") != 0 ||
+                              (json_int_t)lg_u64(&rows, 0, 1) + 1 != a->attempt))
+        rc = lg_fail(err, SP_STORE_CONFLICT, "invocation.retry-invalid",
+                     "invocation %s cannot be retried as attempt %lld", a->invocation_id,
+                     (long long)a->attempt);
+    sp_db_rows_free(&rows);
+    if (rc)
+        return rc;
+    return LG_W1(m->s, err,
+                 "UPDATE invocations SET status = 'pending', attempt_number = ?, not_before_ms = ?"
+                 " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
+                 DB_INT(a->attempt), DB_INT(a->not_before_ms), DB_TEXT(m->key->tenant),
+                 DB_TEXT(m->key->run_id), DB_TEXT(a->invocation_id));
+}
+
+static sp_store_rc apply_command(lg_mut *m, const sp_command_rec *c, sp_error *err)
+{
+    bool schedule = strcmp(c->kind, "activity.schedule") == 0;
+    if (!schedule && strcmp(c->kind, "activity.retry") != 0)
+        return lg_fail(err, SP_STORE_INCOMPATIBLE, "command.unknown-kind",
+                       "unknown command kind %s", c->kind);
+    sp_error perr = {0};
+    json_t *payload = sp_json_parse_canonical(c->payload, c->payload_len, &perr);
+    sp_error_clear(&perr);
+    command_args a = {0};
+    sp_store_rc rc = SP_STORE_OK;
+    if (!decode_args(payload, schedule, &a))
+        rc = lg_fail(err, SP_STORE_CONFLICT, "command.invalid",
+                     "command %s has an invalid %s payload", c->command_id, c->kind);
+    else
+        rc = schedule ? apply_schedule(m, &a, err) : apply_retry(m, &a, err);
+    json_decref(payload);
+    return rc;
+}
+
+static sp_store_rc insert_command(lg_mut *m, const sp_command_rec *c, size_t ordinal,
+                                  uint64_t revision, sp_error *err)
+{
+    return LG_Q(m->s, NULL, err,
+                "INSERT INTO commands (tenant, run_id, command_id, revision, ordinal,"
+                " activation_id, kind, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(c->command_id),
+                DB_INT(revision), DB_INT(ordinal), DB_TEXT(c->activation_id), DB_TEXT(c->kind),
+                DB_TEXTN(c->payload, c->payload_len));
+}
+
+/* ---- diagnostics ---- */
+
+static sp_store_rc diagnostic_json(const sp_diagnostic_rec *d, json_t *array, sp_error *err)
+{
+    sp_error perr = {0};
+    json_t *details = sp_json_parse_canonical(d->details, d->details_len, &perr);
+    sp_error_clear(&perr);
+    if (!details)
+        return lg_fail(err, SP_STORE_CONFLICT, "diagnostic.invalid",
+                       "diagnostic %s details are not canonical JSON", d->code);
+    json_t *item = NULL;
+    sp_store_rc rc = lg_pack(&item, err, "{s:s, s:o, s:s?}", "code", d->code, "details", details,
+                             "nodeId", d->node_id);
+    if (rc == SP_STORE_OK && json_array_append_new(array, item))
+        rc = lg_encode_fail(err, true, "diagnostics");
+    return rc;
+}
+
+/* The canonical diagnostics array (caller frees). */
+static sp_store_rc diagnostics_text(const sp_commit_turn_req *req, char **out, size_t *len,
+                                    sp_error *err)
+{
+    json_t *array = json_array();
+    sp_store_rc rc = array ? SP_STORE_OK : lg_encode_fail(err, true, "diagnostics");
+    for (size_t i = 0; i < req->ndiagnostics && rc == SP_STORE_OK; i++)
+        rc = diagnostic_json(&req->diagnostics[i], array, err);
+    if (rc == SP_STORE_OK)
+        rc = lg_encode(array, out, len, "diagnostics", err);
+    json_decref(array);
+    return rc;
+}
+
+/* ---- writes ---- */
+
+static sp_store_rc write_transition(lg_mut *m, const sp_commit_turn_req *req, uint64_t revision,
+                                    sp_error *err)
+{
+    char *diagnostics = NULL;
+    size_t len = 0;
+    sp_store_rc rc = diagnostics_text(req, &diagnostics, &len, err);
+    if (rc == SP_STORE_OK)
+        rc = LG_Q(m->s, NULL, err,
+                  "INSERT INTO transitions (tenant, run_id, revision, consumed_sequence,"
+                  " decision_digest, snapshot_digest, diagnostics, committed_at_ms)"
+                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                  DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_INT(revision),
+                  DB_INT(req->event_sequence), DB_TEXT(req->decision_digest),
+                  DB_TEXT(req->snapshot_digest), DB_TEXTN(diagnostics, len), DB_INT(m->now));
+    free(diagnostics);
+    if (rc == SP_STORE_OK)
+        rc = LG_W1(m->s, err,
+                   "UPDATE events SET consumed_revision = ?"
+                   " WHERE tenant = ? AND run_id = ? AND sequence = ?",
+                   DB_INT(revision), DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id),
+                   DB_INT(req->event_sequence));
+    if (rc == SP_STORE_OK)
+        rc = LG_W1(m->s, err,
+                   "UPDATE runs SET revision = ?, applied_sequence = ?, snapshot = ?,"
+                   " snapshot_digest = ?, status = ?, updated_at_ms = ?"
+                   " WHERE tenant = ? AND run_id = ?",
+                   DB_INT(revision), DB_INT(req->event_sequence),
+                   DB_TEXTN(req->snapshot, req->snapshot_len), DB_TEXT(req->snapshot_digest),
+                   DB_TEXT(req->status), DB_INT(m->now), DB_TEXT(req->key.tenant),
+                   DB_TEXT(req->key.run_id));
+    return rc;
+}
+
+static sp_store_rc commit_apply(lg_mut *m, const void *r, sp_error *err)
+{
+    const sp_commit_turn_req *req = r;
+    uint64_t revision = req->expected_revision + 1;
+    sp_store_rc rc = check_run(m, req, err);
+    if (rc == SP_STORE_OK)
+        rc = check_snapshot(req, err);
+    if (rc == SP_STORE_OK)
+        rc = check_command_ids(m, req, err);
+    if (rc == SP_STORE_OK)
+        rc = write_transition(m, req, revision, err);
+    for (size_t i = 0; i < req->ncommands && rc == SP_STORE_OK; i++) {
+        rc = apply_command(m, &req->commands[i], err);
+        if (rc == SP_STORE_OK)
+            rc = insert_command(m, &req->commands[i], i + 1, revision, err);
+    }
+    if (rc == SP_STORE_OK)
+        m->value =
+            lg_committed_value(&req->key, revision, req->event_sequence, req->decision_digest);
+    return rc;
+}
+
+/* ---- the request ---- */
+
+static sp_store_rc validate_records(const sp_commit_turn_req *req, sp_error *err)
+{
+    if (req->ncommands > SP_STORE_COMMANDS_MAX || req->ndiagnostics > SP_STORE_DIAGNOSTICS_MAX ||
+        (req->ncommands && !req->commands) || (req->ndiagnostics && !req->diagnostics))
+        return lg_invalid(err, "too many commands or diagnostics");
+    sp_store_rc rc = SP_STORE_OK;
+    for (size_t i = 0; i < req->ncommands && !rc; i++) {
+        const sp_command_rec *c = &req->commands[i];
+        rc = lg_check_text("command ID", c->command_id, SP_STORE_ID_MAX, err);
+        if (!rc)
+            rc = lg_check_text("activation ID", c->activation_id, SP_STORE_ID_MAX, err);
+        if (!rc)
+            rc = lg_check_text("command kind", c->kind, SP_STORE_ID_MAX, err);
+        if (!rc && (!c->payload || c->payload_len > SP_STORE_SNAPSHOT_MAX))
+            rc = lg_invalid(err, "command payload is missing or larger than %u bytes",
+                            SP_STORE_SNAPSHOT_MAX);
+    }
+    for (size_t i = 0; i < req->ndiagnostics && !rc; i++) {
+        const sp_diagnostic_rec *d = &req->diagnostics[i];
+        rc = lg_check_text("diagnostic code", d->code, SP_CODE_MAX, err);
+        if (!rc && d->node_id)
+            rc = lg_check_text("diagnostic node ID", d->node_id, SP_STORE_ID_MAX, err);
+        if (!rc && (!d->details || d->details_len > SP_STORE_EVENT_MAX))
+            rc = lg_invalid(err, "diagnostic details are missing or larger than %u bytes",
+                            SP_STORE_EVENT_MAX);
+    }
+    return rc;
+}
+
+static sp_store_rc commit_validate(const sp_commit_turn_req *req, sp_error *err)
+{
+    sp_store_rc rc = lg_check_key(&req->key, err);
+    if (!rc)
+        rc = lg_check_text("request ID", req->request_id, SP_STORE_REQUEST_ID_MAX, err);
+    if (!rc)
+        rc = lg_check_text("event ID", req->event_id, SP_STORE_ID_MAX, err);
+    if (!rc)
+        rc = lg_check_digest("decision digest", req->decision_digest, err);
+    if (!rc)
+        rc = lg_check_digest("snapshot digest", req->snapshot_digest, err);
+    if (!rc)
+        rc = lg_check_text("status", req->status, LG_STATUS_MAX, err);
+    if (!rc && !req->snapshot)
+        rc = lg_invalid(err, "snapshot is required");
+    if (!rc && (req->expected_revision >= SP_U63_MAX || req->event_sequence > SP_U63_MAX))
+        rc = lg_invalid(err, "expected revision or event sequence out of range");
+    return rc ? rc : validate_records(req, err);
+}
+
+static sp_store_rc digest_lists(const sp_commit_turn_req *req, json_t **commands,
+                                json_t **diagnostics, sp_error *err)
+{
+    *commands = json_array();
+    *diagnostics = json_array();
+    sp_store_rc rc = *commands && *diagnostics ? SP_STORE_OK : lg_encode_fail(err, true, "request");
+    char d[SP_DIGEST_TEXT_LEN + 1];
+    for (size_t i = 0; i < req->ncommands && !rc; i++) {
+        const sp_command_rec *c = &req->commands[i];
+        json_t *item = NULL;
+        sp_digest_one("body", c->payload, c->payload_len, d);
+        rc = lg_pack(&item, err, "[s s s s]", c->command_id, c->activation_id, c->kind, d);
+        if (!rc && json_array_append_new(*commands, item))
+            rc = lg_encode_fail(err, true, "request");
+    }
+    for (size_t i = 0; i < req->ndiagnostics && !rc; i++) {
+        const sp_diagnostic_rec *g = &req->diagnostics[i];
+        json_t *item = NULL;
+        sp_digest_one("body", g->details, g->details_len, d);
+        rc = lg_pack(&item, err, "[s s? s]", g->code, g->node_id, d);
+        if (!rc && json_array_append_new(*diagnostics, item))
+            rc = lg_encode_fail(err, true, "request");
+    }
+    return rc;
+}
+
+static sp_store_rc commit_body(const sp_commit_turn_req *req, json_t **body, sp_error *err)
+{
+    json_t *commands = NULL, *diagnostics = NULL;
+    sp_store_rc rc = digest_lists(req, &commands, &diagnostics, err);
+    if (rc) {
+        json_decref(commands);
+        json_decref(diagnostics);
+        return rc;
+    }
+    return lg_pack(body, err, "[s s o s o s s s o o]", req->key.tenant, req->key.run_id,
+                   lg_u63_json(req->expected_revision), req->event_id,
+                   lg_u63_json(req->event_sequence), req->decision_digest, req->snapshot_digest,
+                   req->status, commands, diagnostics);
+}
+
+static const lg_op COMMIT_TURN = {"commit_turn", "commit-turn", commit_apply, lg_committed_decode};
+
+sp_store_rc sp_store_commit_turn(sp_store *s, const sp_commit_turn_req *req,
+                                 sp_commit_turn_res *res, sp_error *err)
+{
+    memset(res, 0, sizeof *res);
+    json_t *body = NULL;
+    sp_store_rc rc = commit_validate(req, err);
+    if (!rc)
+        rc = commit_body(req, &body, err);
+    if (rc)
+        return rc;
+    return lg_mutate(s, &COMMIT_TURN, &req->key, req->request_id, body, req, res, &res->disposition,
+                     err);
+}

@@ -1,0 +1,339 @@
+/*
+ * request.c - what defines a store request, and the mutation runner that
+ * every mutation goes through (store.md §2).
+ *
+ * Request digest = sp_digest_request(<operation>, canonical JSON array):
+ *
+ * | operation            | canonical JSON array (u63 counters/times as decimal strings)      |
+ * | -------------------- | ------------------------------------------------------------------ |
+ * | create_run           | [tenant, runId, startKey, packageDigest, artifactDigest|null,      |
+ * |                      |  startedDigest]                                                     |
+ * | append_event         | [tenant, runId, eventId, kind, bodyDigest]                          |
+ * | commit_turn          | [tenant, runId, expectedRevision, eventId, eventSequence,           |
+ * |                      |  decisionDigest, snapshotDigest, status,                            |
+ * |                      |  [[commandId, activationId, kind, payloadDigest], ...],             |
+ * |                      |  [[code, nodeId|null, detailsDigest], ...]]                         |
+ * | claim_attempt        | [tenant, runId, invocationId, worker, leaseDurationMs,              |
+ * |                      |  holder|null, deadlineMs, hostId, pid (integer), pidStarted]        |
+ * | heartbeat            | REF + [extendMs]                                                    |
+ * | hold_attempt         | REF + [holder, leaseUntilMs, deadlineMs]                            |
+ * | finish_attempt       | REF + [resultDigest]                                                |
+ * | expire_attempt       | REF + [reason]  ("lease", "deadline", "probe-dead", ...)            |
+ * | record_late_evidence | REF + [kind, evidenceDigest]                                        |
+ * | quarantine_run       | [tenant, runId, expectedRevision, code, details|null]               |
+ * | release_run          | [tenant, runId]                                                     |
+ *
+ * REF = tenant, runId, invocationId, attemptId, owner, fence. payloadDigest
+ * and detailsDigest are digest::body of the bytes; holder and details are
+ * carried as JSON strings (their text), not as nested values.
+ *
+ * The runner: begin(write) -> lock the run row (dialect.for_update) ->
+ * receipt first (same digest: the stored value, `duplicate`, nothing else
+ * evaluated; other digest: conflict/request.digest-mismatch) -> now ->
+ * op->apply (predicates in order, writes) -> receipt -> failpoint
+ * store.<op>.before-commit -> commit -> store.<op>.after-commit. A failure
+ * rolls everything back, receipt included. The result is always decoded from
+ * the value, fresh or replayed, so both paths answer the same bytes.
+ *
+ * What it must never do: evaluate a predicate before the receipt lookup,
+ * write a receipt for a failure or a natural-key duplicate, or sample "now"
+ * before the lock is held.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/failpoint.h"
+#include "json/json.h"
+#include "store/logic.h"
+
+/* ---- request validation ---- */
+
+static bool key_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+}
+
+static bool key_part_ok(const char *s, size_t cap)
+{
+    size_t n = strnlen(s, cap);
+    if (n == 0 || n == cap)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!key_char(s[i]))
+            return false;
+    return true;
+}
+
+sp_store_rc lg_check_key(const sp_run_key *key, sp_error *err)
+{
+    if (!key || !key_part_ok(key->tenant, sizeof key->tenant) ||
+        !key_part_ok(key->run_id, sizeof key->run_id))
+        return lg_invalid(err, "tenant and run ID must match [A-Za-z0-9_.-]{1,128}");
+    return SP_STORE_OK;
+}
+
+sp_store_rc lg_check_text(const char *what, const char *s, size_t max, sp_error *err)
+{
+    if (!s || !*s)
+        return lg_invalid(err, "%s is required", what);
+    if (strnlen(s, max + 1) > max)
+        return lg_invalid(err, "%s is longer than %zu bytes", what, max);
+    return SP_STORE_OK;
+}
+
+sp_store_rc lg_check_digest(const char *what, const char *d, sp_error *err)
+{
+    bool ok = d && strnlen(d, SP_DIGEST_TEXT_LEN + 1) == SP_DIGEST_TEXT_LEN &&
+              strncmp(d, "sha256:", 7) == 0;
+    for (size_t i = 7; ok && i < SP_DIGEST_TEXT_LEN; i++)
+        ok = (d[i] >= '0' && d[i] <= '9') || (d[i] >= 'a' && d[i] <= 'f');
+    return ok ? SP_STORE_OK : lg_invalid(err, "%s must be sha256:<64 lowercase hex>", what);
+}
+
+uint32_t lg_attempt_number(const char *invocation_id, const char *attempt_id)
+{
+    size_t n = strlen(invocation_id);
+    if (strncmp(attempt_id, invocation_id, n) != 0 || attempt_id[n] != '.')
+        return 0;
+    const char *digits = attempt_id + n + 1;
+    if (*digits < '1' || *digits > '9' || strlen(digits) > 10)
+        return 0;
+    uint64_t v = 0;
+    for (const char *p = digits; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    return v > UINT32_MAX ? 0 : (uint32_t)v;
+}
+
+sp_store_rc lg_check_ref(const sp_attempt_ref *ref, sp_error *err)
+{
+    if (!ref)
+        return lg_invalid(err, "attempt reference is required");
+    sp_store_rc rc = lg_check_key(&ref->key, err);
+    if (rc)
+        return rc;
+    if (strnlen(ref->invocation_id, sizeof ref->invocation_id) == sizeof ref->invocation_id ||
+        strnlen(ref->attempt_id, sizeof ref->attempt_id) == sizeof ref->attempt_id ||
+        strnlen(ref->owner, sizeof ref->owner) == sizeof ref->owner)
+        return lg_invalid(err, "attempt reference fields must be NUL-terminated");
+    if (!ref->invocation_id[0] || !ref->owner[0] ||
+        lg_attempt_number(ref->invocation_id, ref->attempt_id) == 0)
+        return lg_invalid(err, "attempt ID must be <invocationId>.<attempt number>");
+    return lg_check_u63("fence", ref->fence, err);
+}
+
+sp_store_rc lg_check_u63(const char *what, uint64_t v, sp_error *err)
+{
+    return v <= UINT64_C(9223372036854775807) ? SP_STORE_OK
+                                              : lg_invalid(err, "%s is above 2^63-1", what);
+}
+
+sp_store_rc lg_check_evidence(const char *what, const sp_evidence *ev, sp_error *err)
+{
+    if (!ev->body)
+        return lg_invalid(err, "%s body is required", what);
+    return lg_check_digest(what, ev->digest, err);
+}
+
+sp_store_rc lg_verify_evidence(const sp_evidence *ev, json_t **parsed, sp_error *err)
+{
+    char digest[SP_DIGEST_TEXT_LEN + 1];
+    sp_digest_one("body", ev->body, ev->len, digest);
+    if (strcmp(digest, ev->digest) != 0)
+        return lg_fail(err, SP_STORE_CONFLICT, "evidence.digest-mismatch",
+                       "evidence digest %s does not match its body (%s)", ev->digest, digest);
+    sp_error perr = {0};
+    json_t *v = sp_json_parse_canonical(ev->body, ev->len, &perr);
+    if (!v) {
+        bool oom = strcmp(perr.code, "runtime.out-of-memory") == 0;
+        sp_error_clear(&perr);
+        if (oom)
+            return lg_encode_fail(err, true, "evidence");
+        return lg_fail(err, SP_STORE_CONFLICT, "evidence.not-canonical",
+                       "evidence body is not canonical JSON");
+    }
+    if (parsed)
+        *parsed = v;
+    else
+        json_decref(v);
+    return SP_STORE_OK;
+}
+
+sp_store_rc lg_pack(json_t **out, sp_error *err, const char *fmt, ...)
+{
+    json_error_t jerr;
+    va_list ap;
+    va_start(ap, fmt);
+    *out = json_vpack_ex(&jerr, 0, fmt, ap);
+    va_end(ap);
+    if (*out)
+        return SP_STORE_OK;
+    if (json_error_code(&jerr) == json_error_invalid_utf8)
+        return lg_invalid(err, "request text is not valid UTF-8");
+    return lg_encode_fail(err, true, "request");
+}
+
+/* ---- the run predicates every run operation shares ---- */
+
+sp_store_rc lg_need_run(const lg_mut *m, sp_error *err)
+{
+    if (lg_run_exists(m))
+        return SP_STORE_OK;
+    return lg_fail(err, SP_STORE_NOT_FOUND, "run.not-found", "run %s/%s does not exist",
+                   m->key->tenant, m->key->run_id);
+}
+
+sp_store_rc lg_need_unquarantined(const lg_mut *m, sp_error *err)
+{
+    if (!lg_run_quarantined(m))
+        return SP_STORE_OK;
+    return lg_fail(err, SP_STORE_STALE, "run.quarantined", "run %s/%s is quarantined",
+                   m->key->tenant, m->key->run_id);
+}
+
+sp_store_rc lg_need_revision(const lg_mut *m, uint64_t expected, sp_error *err)
+{
+    uint64_t revision = lg_run_u64(m, RUN_REVISION);
+    if (revision == expected)
+        return SP_STORE_OK;
+    return lg_fail(err, SP_STORE_STALE, "revision.mismatch", "run is at revision %llu, not %llu",
+                   (unsigned long long)revision, (unsigned long long)expected);
+}
+
+/* ---- the mutation runner ---- */
+
+static sp_store_rc request_digest(const char *op, json_t *body, char *out, sp_error *err)
+{
+    size_t len = 0;
+    char *bytes = NULL;
+    sp_store_rc rc = lg_encode(body, &bytes, &len, "request digest body", err);
+    json_decref(body);
+    if (rc)
+        return rc;
+    sp_digest_request(op, bytes, len, out);
+    free(bytes);
+    return SP_STORE_OK;
+}
+
+static sp_store_rc lock_run(lg_mut *m, sp_error *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT " LG_RUN_COLS " FROM runs WHERE tenant = ? AND run_id = ?%s",
+             m->s->driver->dialect.for_update);
+    return LG_Q(m->s, &m->run, err, sql, DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id));
+}
+
+/* Receipt first: *stored = the stored value on a matching digest. */
+static sp_store_rc receipt_first(lg_mut *m, const char *request_id, const char *digest,
+                                 json_t **stored, sp_error *err)
+{
+    sp_db_rows rows;
+    sp_store_rc rc = LG_Q(m->s, &rows, err,
+                          "SELECT request_digest, value FROM receipts"
+                          " WHERE tenant = ? AND run_id = ? AND request_id = ?",
+                          DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(request_id));
+    if (rc || rows.nrows == 0) {
+        sp_db_rows_free(&rows);
+        return rc;
+    }
+    if (strcmp(lg_text(&rows, 0, 0), digest) != 0)
+        rc = lg_fail(err, SP_STORE_CONFLICT, "request.digest-mismatch",
+                     "request %s was already used for a different request", request_id);
+    else if (!(*stored = json_loadb(lg_text(&rows, 0, 1), lg_len(&rows, 0, 1), 0, NULL)))
+        rc = lg_fail(err, SP_STORE_CORRUPT, "store.corrupt", "receipt %s does not decode",
+                     request_id);
+    sp_db_rows_free(&rows);
+    return rc;
+}
+
+static sp_store_rc insert_receipt(lg_mut *m, const lg_op *op, const char *request_id,
+                                  const char *digest, sp_error *err)
+{
+    size_t len = 0;
+    char *value = NULL;
+    sp_store_rc rc = lg_encode(m->value, &value, &len, "receipt value", err);
+    if (rc)
+        return rc;
+    rc = LG_Q(m->s, NULL, err,
+              "INSERT INTO receipts (tenant, run_id, request_id, request_digest, operation, value)"
+              " VALUES (?, ?, ?, ?, ?, ?)",
+              DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(request_id),
+              DB_TEXT(digest), DB_TEXT(op->name), DB_TEXTN(value, len));
+    free(value);
+    return rc;
+}
+
+static void failpoint(const lg_op *op, const char *when)
+{
+    if (!op->failpoint)
+        return;
+    char name[96];
+    snprintf(name, sizeof name, "store.%s.%s", op->failpoint, when);
+    sp_failpoint(name);
+}
+
+/* Receipt, failpoints, commit. The transaction is over when this returns. */
+static sp_store_rc finish_applied(lg_mut *m, const lg_op *op, const char *request_id,
+                                  const char *digest, sp_error *err)
+{
+    sp_store_rc rc = insert_receipt(m, op, request_id, digest, err);
+    if (rc) {
+        lg_rollback(m->s);
+        return rc;
+    }
+    failpoint(op, "before-commit");
+    rc = lg_commit(m->s, err);
+    if (rc == SP_STORE_OK)
+        failpoint(op, "after-commit");
+    return rc;
+}
+
+/* Inside the transaction: lock, receipt first, now, apply. A replay
+ * (*stored set) or a natural duplicate leaves the transaction open for the
+ * caller to roll back. */
+static sp_store_rc run_locked(lg_mut *m, const lg_op *op, const char *request_id,
+                              const char *digest, const void *req, json_t **stored, sp_error *err)
+{
+    sp_store_rc rc = lock_run(m, err);
+    if (rc == SP_STORE_OK)
+        rc = receipt_first(m, request_id, digest, stored, err);
+    if (rc || *stored)
+        return rc;
+    m->now = lg_now(m->s);
+    rc = op->apply(m, req, err);
+    if (rc == SP_STORE_OK && !m->value)
+        rc = lg_encode_fail(err, true, "result value");
+    return rc;
+}
+
+sp_store_rc lg_mutate(sp_store *s, const lg_op *op, const sp_run_key *key, const char *request_id,
+                      json_t *body, const void *req, void *res, sp_disposition *disposition,
+                      sp_error *err)
+{
+    char digest[SP_DIGEST_TEXT_LEN + 1];
+    sp_store_rc rc = request_digest(op->name, body, digest, err);
+    if (rc == SP_STORE_OK)
+        rc = lg_begin(s, true, err);
+    if (rc)
+        return rc;
+    lg_mut m = {.s = s, .key = key};
+    json_t *stored = NULL;
+    rc = run_locked(&m, op, request_id, digest, req, &stored, err);
+    if (rc || stored || m.natural_duplicate)
+        lg_rollback(s);
+    else
+        rc = finish_applied(&m, op, request_id, digest, err);
+    sp_db_rows_free(&m.run);
+    const json_t *value = stored ? stored : m.value;
+    if (rc == SP_STORE_OK)
+        rc = op->decode(value, res, err);
+    if (rc == SP_STORE_OK)
+        *disposition = (stored || m.natural_duplicate) ? SP_DUPLICATE : SP_APPLIED;
+    json_decref(stored);
+    json_decref(m.value);
+    return rc;
+}

@@ -1,0 +1,388 @@
+/*
+ * driver.c - the SQLite driver under the shared store logic (store.md §4).
+ *
+ * What it is for: one connection per store instance, serialized by a mutex
+ * that is held from begin() to commit()/rollback(), so the public sp_store_*
+ * functions may be called from several threads on one instance. WAL,
+ * synchronous=FULL, foreign keys on, 5 s busy timeout, BEGIN IMMEDIATE for
+ * writes, statements prepared once per SQL text (SQLITE_PREPARE_PERSISTENT)
+ * and every SQLite failure mapped to a store failure kind with a stable code.
+ *
+ * What it must never do: retry on its own, run a statement outside a
+ * transaction begun here, keep a statement un-reset between calls, or report
+ * a commit as failed-and-absent when SQLite cannot know (an I/O error while
+ * committing is unknown-commit).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/sqlite/sqlite.h"
+
+#define STMT_BUCKETS 128
+
+typedef struct stmt_entry {
+    char *sql;
+    sqlite3_stmt *stmt;
+    struct stmt_entry *next;
+} stmt_entry;
+
+typedef struct sq_conn {
+    sqlite3 *db;
+    pthread_mutex_t mu;
+    sp_clock clock;
+    stmt_entry *buckets[STMT_BUCKETS];
+} sq_conn;
+
+/* ---- error mapping ---- */
+
+sp_store_rc sp_sqlite_map(sqlite3 *db, int rc, const char *what, sp_error *err)
+{
+    const char *detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    const char *code = "store.io";
+    sp_store_rc kind = SP_STORE_UNAVAILABLE;
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        code = "store.busy";
+        break;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        code = "store.corrupt", kind = SP_STORE_CORRUPT;
+        break;
+    case SQLITE_CONSTRAINT:
+        code = "store.constraint", kind = SP_STORE_CONFLICT;
+        break;
+    case SQLITE_NOMEM:
+        code = "runtime.out-of-memory";
+        break;
+    case SQLITE_TOOBIG:
+        code = "store.too-big", kind = SP_STORE_QUOTA;
+        break;
+    case SQLITE_ERROR:
+    case SQLITE_MISUSE:
+    case SQLITE_RANGE:
+        code = "store.sql", kind = SP_STORE_INCOMPATIBLE;
+        break;
+    default:
+        break;
+    }
+    sp_fail(err, code, "sqlite: %s: %s", what, detail);
+    return kind;
+}
+
+/* ---- the statement cache ---- */
+
+static size_t hash_sql(const char *sql)
+{
+    uint64_t h = UINT64_C(1469598103934665603);
+    for (const unsigned char *p = (const unsigned char *)sql; *p; p++)
+        h = (h ^ *p) * UINT64_C(1099511628211);
+    return (size_t)(h % STMT_BUCKETS);
+}
+
+static int statement(sq_conn *c, const char *sql, sqlite3_stmt **out)
+{
+    size_t b = hash_sql(sql);
+    for (stmt_entry *e = c->buckets[b]; e; e = e->next)
+        if (strcmp(e->sql, sql) == 0) {
+            *out = e->stmt;
+            return SQLITE_OK;
+        }
+    stmt_entry *e = calloc(1, sizeof *e);
+    if (!e || !(e->sql = strdup(sql))) {
+        free(e);
+        return SQLITE_NOMEM;
+    }
+    int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &e->stmt, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_finalize(e->stmt);
+        free(e->sql);
+        free(e);
+        return rc;
+    }
+    e->next = c->buckets[b];
+    c->buckets[b] = e;
+    *out = e->stmt;
+    return SQLITE_OK;
+}
+
+static void free_statements(sq_conn *c)
+{
+    for (size_t b = 0; b < STMT_BUCKETS; b++)
+        while (c->buckets[b]) {
+            stmt_entry *e = c->buckets[b];
+            c->buckets[b] = e->next;
+            sqlite3_finalize(e->stmt);
+            free(e->sql);
+            free(e);
+        }
+}
+
+/* ---- statements ---- */
+
+static int bind(sqlite3_stmt *st, const sp_db_val *params, size_t n)
+{
+    int rc = SQLITE_OK;
+    for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
+        const sp_db_val *p = &params[i];
+        int at = (int)i + 1;
+        switch (p->type) {
+        case SP_DB_INT:
+            rc = sqlite3_bind_int64(st, at, p->i);
+            break;
+        case SP_DB_TEXT:
+            rc = sqlite3_bind_text64(st, at, p->s ? p->s : "", p->s ? p->len : 0, SQLITE_STATIC,
+                                     SQLITE_UTF8);
+            break;
+        case SP_DB_BLOB:
+            rc = p->len ? sqlite3_bind_blob64(st, at, p->s, p->len, SQLITE_STATIC)
+                        : sqlite3_bind_zeroblob(st, at, 0);
+            break;
+        default:
+            rc = sqlite3_bind_null(st, at);
+            break;
+        }
+    }
+    return rc;
+}
+
+static bool read_cell(sqlite3_stmt *st, int col, sp_db_val *v)
+{
+    *v = (sp_db_val){SP_DB_NULL, 0, NULL, 0};
+    int type = sqlite3_column_type(st, col);
+    if (type == SQLITE_NULL)
+        return true;
+    if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
+        v->type = SP_DB_INT;
+        v->i = sqlite3_column_int64(st, col);
+        return true;
+    }
+    const void *src = type == SQLITE_BLOB ? sqlite3_column_blob(st, col)
+                                          : (const void *)sqlite3_column_text(st, col);
+    size_t len = (size_t)sqlite3_column_bytes(st, col);
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return false;
+    if (len)
+        memcpy(copy, src, len);
+    copy[len] = '\0';
+    v->type = type == SQLITE_BLOB ? SP_DB_BLOB : SP_DB_TEXT;
+    v->s = copy;
+    v->len = len;
+    return true;
+}
+
+static int read_row(sqlite3_stmt *st, sp_db_rows *out, size_t *cap)
+{
+    size_t ncols = (size_t)sqlite3_column_count(st);
+    if (out->nrows == *cap) {
+        size_t grow = *cap ? *cap * 2 : 8;
+        sp_db_val *cells = realloc(out->cells, grow * ncols * sizeof *cells + 1);
+        if (!cells)
+            return SQLITE_NOMEM;
+        out->cells = cells;
+        *cap = grow;
+    }
+    out->ncols = ncols;
+    sp_db_val *row = &out->cells[out->nrows * ncols];
+    for (size_t i = 0; i < ncols; i++)
+        if (!read_cell(st, (int)i, &row[i])) {
+            for (size_t j = 0; j < i; j++)
+                free((char *)row[j].s);
+            return SQLITE_NOMEM;
+        }
+    out->nrows++;
+    return SQLITE_OK;
+}
+
+static int step_all(sqlite3_stmt *st, sp_db_rows *out)
+{
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if (out && (rc = read_row(st, out, &cap)) != SQLITE_OK)
+            return rc;
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static sp_store_rc sq_query(void *conn, const char *sql, const sp_db_val *params, size_t nparams,
+                            sp_db_rows *out, int64_t *changes, sp_error *err)
+{
+    sq_conn *c = conn;
+    sqlite3_stmt *st = NULL;
+    if (out)
+        *out = (sp_db_rows){0};
+    int rc = statement(c, sql, &st);
+    if (rc == SQLITE_OK)
+        rc = bind(st, params, nparams);
+    if (rc == SQLITE_OK)
+        rc = step_all(st, out);
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+    if (rc != SQLITE_OK) {
+        sp_db_rows_free(out);
+        return sp_sqlite_map(c->db, rc, "query", err);
+    }
+    if (changes)
+        *changes = sqlite3_changes64(c->db);
+    return SP_STORE_OK;
+}
+
+static int exec_cached(sq_conn *c, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = statement(c, sql, &st);
+    if (rc == SQLITE_OK)
+        rc = step_all(st, NULL);
+    if (st)
+        sqlite3_reset(st);
+    return rc;
+}
+
+/* ---- transactions ---- */
+
+static sp_store_rc sq_begin(void *conn, bool write, sp_error *err)
+{
+    sq_conn *c = conn;
+    pthread_mutex_lock(&c->mu);
+    int rc = exec_cached(c, write ? "BEGIN IMMEDIATE" : "BEGIN");
+    if (rc == SQLITE_OK)
+        return SP_STORE_OK;
+    sp_store_rc kind = sp_sqlite_map(c->db, rc, write ? "begin write" : "begin read", err);
+    pthread_mutex_unlock(&c->mu);
+    return kind;
+}
+
+static void end_tx(sq_conn *c)
+{
+    if (!sqlite3_get_autocommit(c->db))
+        exec_cached(c, "ROLLBACK");
+    pthread_mutex_unlock(&c->mu);
+}
+
+static sp_store_rc sq_commit(void *conn, sp_error *err)
+{
+    sq_conn *c = conn;
+    int rc = exec_cached(c, "COMMIT");
+    sp_store_rc kind = SP_STORE_OK;
+    if (rc != SQLITE_OK) {
+        kind = sp_sqlite_map(c->db, rc, "commit", err);
+        if ((rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_FULL) {
+            sp_fail(err, "store.unknown-commit", "sqlite: commit: %s", sqlite3_errmsg(c->db));
+            kind = SP_STORE_UNKNOWN_COMMIT;
+        }
+    }
+    end_tx(c);
+    return kind;
+}
+
+static void sq_rollback(void *conn) { end_tx(conn); }
+
+static uint64_t sq_now(void *conn)
+{
+    sq_conn *c = conn;
+    return c->clock.now_ms(c->clock.ctx);
+}
+
+static void sq_close(void *conn)
+{
+    sq_conn *c = conn;
+    if (!c)
+        return;
+    free_statements(c);
+    sqlite3_close_v2(c->db);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+static const sp_db_driver SQLITE_DRIVER = {
+    .name = "sqlite",
+    .dialect = {.for_update = "", .skip_locked = ""},
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .query = sq_query,
+    .now_ms = sq_now,
+    .close = sq_close,
+};
+
+/* ---- opening ---- */
+
+/* journal_mode answers the mode it got; anything but WAL is refused (several
+ * processes share the file, and readers must not block the writer). */
+static sp_store_rc wal(sqlite3 *db, sp_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *mode = (const char *)sqlite3_column_text(st, 0);
+        rc = mode && strcmp(mode, "wal") == 0 ? SQLITE_OK : -1;
+    }
+    sqlite3_finalize(st);
+    if (rc == -1) {
+        sp_fail(err, "store.io", "sqlite: the store cannot use WAL journaling here");
+        return SP_STORE_UNAVAILABLE;
+    }
+    return rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(db, rc, "journal_mode", err);
+}
+
+static sp_store_rc pragmas(sqlite3 *db, sp_error *err)
+{
+    static const char *const sql[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON",
+                                      NULL};
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, SP_SQLITE_BUSY_TIMEOUT_MS);
+    sp_store_rc kind = wal(db, err);
+    for (const char *const *q = sql; *q && kind == SP_STORE_OK; q++) {
+        int rc = sqlite3_exec(db, *q, NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            kind = sp_sqlite_map(db, rc, *q, err);
+    }
+    return kind;
+}
+
+static sq_conn *open_conn(const char *path, const sp_clock *clock, sp_error *err)
+{
+    sq_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        sp_oom(err);
+        return NULL;
+    }
+    c->clock = clock ? *clock : sp_clock_system();
+    pthread_mutex_init(&c->mu, NULL);
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(path, &c->db, flags, NULL);
+    sp_store_rc kind = rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(c->db, rc, "open", err);
+    if (kind == SP_STORE_OK)
+        kind = pragmas(c->db, err);
+    if (kind == SP_STORE_OK)
+        kind = sp_sqlite_schema_ensure(c->db, err);
+    if (kind != SP_STORE_OK) {
+        sq_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+sp_store *sp_sqlite_open(const char *path, const sp_clock *clock, sp_error *err)
+{
+    sq_conn *c = open_conn(path, clock, err);
+    if (!c)
+        return NULL;
+    sp_store *s = calloc(1, sizeof *s);
+    if (!s || !(s->location = strdup(path))) {
+        free(s);
+        sq_close(c);
+        sp_oom(err);
+        return NULL;
+    }
+    s->driver = &SQLITE_DRIVER;
+    s->conn = c;
+    s->clock = c->clock;
+    s->has_clock = clock != NULL;
+    return s;
+}

@@ -1,0 +1,156 @@
+/*
+ * schema.c - the SQLite schema of the store, version 1 (store.md §4, plus the
+ * columns async/external steps, fast takeover and artifacts need, so that
+ * they arrive without a migration).
+ *
+ * What it is for: creating the tables, constraints and indexes on an empty
+ * database, and refusing a database this code does not understand.
+ *
+ * What it must never do: touch a database whose user_version is not 0 or 1,
+ * or create tables in a non-empty database that is not a spore store.
+ *
+ * The constraints back the invariants: one event ID per run names one body
+ * (I2, UNIQUE events.event_id), a command ID names one argument set (I3,
+ * commands PK), one result per attempt (the derived event ID att:<attemptId>),
+ * a fence is never reused (UNIQUE attempts(run, fence)), one attempt per
+ * (invocation, number).
+ */
+#include <stdio.h>
+
+#include "store/sqlite/sqlite.h"
+
+static const char DDL[] =
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE packages (digest TEXT PRIMARY KEY, body TEXT NOT NULL);"
+    "CREATE TABLE blobs (digest TEXT PRIMARY KEY, body BLOB NOT NULL);"
+    "CREATE TABLE runs ("
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, start_key TEXT NOT NULL,"
+    " package_digest TEXT NOT NULL REFERENCES packages (digest), artifact_digest TEXT,"
+    " started_digest TEXT NOT NULL, status TEXT NOT NULL,"
+    " revision INTEGER NOT NULL, applied_sequence INTEGER NOT NULL,"
+    " next_sequence INTEGER NOT NULL, last_accepted_ms INTEGER NOT NULL,"
+    " snapshot TEXT, snapshot_digest TEXT, fence INTEGER NOT NULL,"
+    " quarantine_code TEXT, quarantine_details TEXT, quarantine_at_ms INTEGER,"
+    " created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (tenant, run_id), UNIQUE (tenant, start_key),"
+    " CHECK (applied_sequence < next_sequence));"
+    "CREATE INDEX runs_ready ON runs (tenant, run_id)"
+    " WHERE quarantine_code IS NULL AND next_sequence > applied_sequence + 1;"
+    "CREATE TABLE events ("
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, sequence INTEGER NOT NULL,"
+    " event_id TEXT NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL,"
+    " body_digest TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, consumed_revision INTEGER,"
+    " PRIMARY KEY (tenant, run_id, sequence), UNIQUE (tenant, run_id, event_id),"
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
+    "CREATE TABLE transitions ("
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, revision INTEGER NOT NULL,"
+    " consumed_sequence INTEGER NOT NULL, decision_digest TEXT NOT NULL,"
+    " snapshot_digest TEXT NOT NULL, diagnostics TEXT NOT NULL, committed_at_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (tenant, run_id, revision), UNIQUE (tenant, run_id, consumed_sequence),"
+    " FOREIGN KEY (tenant, run_id, consumed_sequence)"
+    " REFERENCES events (tenant, run_id, sequence));"
+    "CREATE TABLE commands ("
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, command_id TEXT NOT NULL,"
+    " revision INTEGER NOT NULL, ordinal INTEGER NOT NULL, activation_id TEXT NOT NULL,"
+    " kind TEXT NOT NULL, payload TEXT NOT NULL,"
+    " PRIMARY KEY (tenant, run_id, command_id),"
+    " FOREIGN KEY (tenant, run_id, revision) REFERENCES transitions (tenant, run_id, revision));"
+    "CREATE TABLE invocations ("
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, invocation_id TEXT NOT NULL,"
+    " node_id TEXT NOT NULL, action_id TEXT NOT NULL, effect_key TEXT NOT NULL,"
+    " input TEXT NOT NULL, input_digest TEXT NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'settled')),"
+    " attempt_number INTEGER NOT NULL, not_before_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (tenant, run_id, invocation_id),"
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
+    "CREATE INDEX invocations_due ON invocations (status, not_before_ms, invocation_id);"
+    "CREATE TABLE attempts ("
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, attempt_id TEXT NOT NULL,"
+    " invocation_id TEXT NOT NULL, attempt_number INTEGER NOT NULL, owner TEXT NOT NULL,"
+    " fence INTEGER NOT NULL, lease_until_ms INTEGER NOT NULL, deadline_ms INTEGER NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'expired')),"
+    " result TEXT, holder TEXT CHECK (holder IS NULL OR length(CAST(holder AS BLOB)) <= 4096),"
+    " owner_host TEXT NOT NULL, owner_pid INTEGER NOT NULL, owner_started INTEGER NOT NULL,"
+    " expire_reason TEXT, started_at_ms INTEGER NOT NULL, ended_at_ms INTEGER,"
+    " PRIMARY KEY (tenant, run_id, attempt_id),"
+    " UNIQUE (tenant, run_id, invocation_id, attempt_number), UNIQUE (tenant, run_id, fence),"
+    " FOREIGN KEY (tenant, run_id, invocation_id)"
+    " REFERENCES invocations (tenant, run_id, invocation_id));"
+    "CREATE INDEX attempts_lease ON attempts (status, lease_until_ms, attempt_id);"
+    "CREATE INDEX attempts_deadline ON attempts (status, deadline_ms, attempt_id);"
+    "CREATE INDEX attempts_host ON attempts (status, owner_host, attempt_id);"
+    "CREATE TABLE receipts ("
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, request_id TEXT NOT NULL,"
+    " request_digest TEXT NOT NULL, operation TEXT NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY (tenant, run_id, request_id));"
+    "CREATE TABLE audit ("
+    " audit_id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, run_id TEXT NOT NULL,"
+    " attempt_id TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT,"
+    " evidence_digest TEXT NOT NULL, evidence TEXT NOT NULL, at_ms INTEGER NOT NULL);"
+    "PRAGMA user_version = 1;";
+
+static sp_store_rc read_int(sqlite3 *db, const char *sql, long long *out, sp_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(db, rc, "reading the schema", err);
+}
+
+static sp_store_rc check_version(long long version, sp_error *err)
+{
+    if (version > SP_SQLITE_SCHEMA_VERSION) {
+        sp_fail(err, "schema.too-new",
+                "the store has schema version %lld; this spore understands up to %d", version,
+                SP_SQLITE_SCHEMA_VERSION);
+        return SP_STORE_INCOMPATIBLE;
+    }
+    if (version < 0) {
+        sp_fail(err, "schema.unknown", "the store has schema version %lld", version);
+        return SP_STORE_INCOMPATIBLE;
+    }
+    return SP_STORE_OK;
+}
+
+/* Inside BEGIN IMMEDIATE: create the schema if nobody else did meanwhile. */
+static sp_store_rc initialize_locked(sqlite3 *db, sp_error *err)
+{
+    long long version = 0, tables = 0;
+    sp_store_rc rc = read_int(db, "PRAGMA user_version", &version, err);
+    if (rc || version != 0)
+        return rc ? rc : check_version(version, err);
+    rc = read_int(db, "SELECT count(*) FROM sqlite_master", &tables, err);
+    if (rc)
+        return rc;
+    if (tables != 0) {
+        sp_fail(err, "schema.unknown", "the database is not empty and is not a spore store");
+        return SP_STORE_INCOMPATIBLE;
+    }
+    int src = sqlite3_exec(db, DDL, NULL, NULL, NULL);
+    return src == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(db, src, "creating the schema", err);
+}
+
+sp_store_rc sp_sqlite_schema_ensure(sqlite3 *db, sp_error *err)
+{
+    long long version = 0;
+    sp_store_rc rc = read_int(db, "PRAGMA user_version", &version, err);
+    if (rc || version != 0)
+        return rc ? rc : check_version(version, err);
+    int src = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (src != SQLITE_OK)
+        return sp_sqlite_map(db, src, "initializing the store", err);
+    rc = initialize_locked(db, err);
+    src = sqlite3_exec(db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
+    if (rc == SP_STORE_OK && src != SQLITE_OK) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        rc = sp_sqlite_map(db, src, "initializing the store", err);
+    }
+    return rc;
+}

@@ -1,0 +1,36 @@
+/*
+ * sqlite.h - private interface of the SQLite adapter (store.md §4): the
+ * driver (driver.c) and its schema (schema.c).
+ *
+ * What it is for: sp_store_open() hands a path here and gets a store whose
+ * driver runs the shared logic on one SQLite connection.
+ *
+ * What it must never do: be included outside src/store/.
+ */
+#ifndef SPORE_STORE_SQLITE_SQLITE_H
+#define SPORE_STORE_SQLITE_SQLITE_H
+
+#include <sqlite3.h>
+
+#include "store/db.h"
+
+#define SP_SQLITE_SCHEMA_VERSION 1
+#define SP_SQLITE_BUSY_TIMEOUT_MS 5000
+
+/* Open (creating and initializing when new or empty) the store at `path`. */
+sp_store *sp_sqlite_open(const char *path, const sp_clock *clock, sp_error *err);
+
+/* Map an SQLite result code to a store failure kind with a stable code:
+ * BUSY/LOCKED -> unavailable/store.busy, CORRUPT/NOTADB -> corrupt/store.corrupt,
+ * CONSTRAINT -> conflict/store.constraint, NOMEM -> unavailable/
+ * runtime.out-of-memory, TOOBIG -> quota/store.too-big, ERROR/MISUSE/RANGE
+ * (SQL the database cannot run) -> incompatible/store.sql, anything else
+ * (I/O, CANTOPEN, FULL, ...) -> unavailable/store.io. */
+sp_store_rc sp_sqlite_map(sqlite3 *db, int rc, const char *what, sp_error *err);
+
+/* Check or create the schema (PRAGMA user_version): 0 on an empty database
+ * -> create version 1; a newer version -> incompatible/schema.too-new; 0
+ * with foreign tables -> incompatible/schema.unknown. */
+sp_store_rc sp_sqlite_schema_ensure(sqlite3 *db, sp_error *err);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * tx.c - transactions, statements and row access for the store logic, over
+ * sp_db_driver (see logic.h). Also the failure helpers every operation uses.
+ *
+ * What it is for: one thin place where the operations reach the driver, so
+ * that every driver error keeps its kind and stable code.
+ *
+ * What it must never do: interpret rows, retry, or leave a transaction open
+ * (a transaction started here ends with lg_commit or lg_rollback).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json/json.h"
+#include "store/logic.h"
+
+sp_store_rc lg_fail(sp_error *err, sp_store_rc rc, const char *code, const char *fmt, ...)
+{
+    char message[SP_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    sp_fail(err, code, "%s", message);
+    return rc;
+}
+
+sp_store_rc lg_encode_fail(sp_error *err, bool oom, const char *what)
+{
+    if (oom)
+        return lg_fail(err, SP_STORE_UNAVAILABLE, "runtime.out-of-memory", "out of memory (%s)",
+                       what);
+    return lg_fail(err, SP_STORE_CONFLICT, "store.encode", "cannot encode %s", what);
+}
+
+sp_store_rc lg_encode(const json_t *v, char **out, size_t *len, const char *what, sp_error *err)
+{
+    sp_error eerr = {0};
+    *out = v ? sp_json_encode_alloc(v, len, &eerr) : NULL;
+    bool oom = !v || strcmp(eerr.code, "runtime.out-of-memory") == 0;
+    sp_error_clear(&eerr);
+    return *out ? SP_STORE_OK : lg_encode_fail(err, oom, what);
+}
+
+void sp_db_rows_free(sp_db_rows *r)
+{
+    if (!r || !r->cells)
+        return;
+    for (size_t i = 0; i < r->nrows * r->ncols; i++)
+        free((char *)r->cells[i].s);
+    free(r->cells);
+    r->cells = NULL;
+    r->nrows = r->ncols = 0;
+}
+
+sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err)
+{
+    return s->driver->begin(s->conn, write, err);
+}
+
+void lg_rollback(sp_store *s) { s->driver->rollback(s->conn); }
+
+sp_store_rc lg_commit(sp_store *s, sp_error *err) { return s->driver->commit(s->conn, err); }
+
+uint64_t lg_now(sp_store *s)
+{
+    uint64_t now = s->driver->now_ms(s->conn);
+    return now > UINT64_C(9223372036854775807) ? UINT64_C(9223372036854775807) : now;
+}
+
+sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                     sp_db_rows *out, int64_t *changes, sp_error *err)
+{
+    if (out)
+        *out = (sp_db_rows){0};
+    return s->driver->query(s->conn, sql, params, nparams, out, changes, err);
+}
+
+sp_store_rc lg_write1(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                      sp_error *err)
+{
+    int64_t changes = 0;
+    sp_store_rc rc = lg_query(s, sql, params, nparams, NULL, &changes, err);
+    if (rc == SP_STORE_OK && changes != 1)
+        return lg_fail(err, SP_STORE_CORRUPT, "store.invariant",
+                       "a write expected to change one row changed %lld", (long long)changes);
+    return rc;
+}
+
+sp_store_rc lg_read(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                    sp_db_rows *out, sp_error *err)
+{
+    *out = (sp_db_rows){0};
+    sp_store_rc rc = lg_begin(s, false, err);
+    if (rc)
+        return rc;
+    rc = lg_query(s, sql, params, nparams, out, NULL, err);
+    lg_rollback(s);
+    return rc;
+}
+
+void lg_copy(char *dst, size_t cap, const sp_db_rows *r, size_t row, size_t col)
+{
+    const char *s = lg_text(r, row, col);
+    size_t n = s ? lg_len(r, row, col) : 0;
+    if (n >= cap)
+        n = cap - 1;
+    if (n)
+        memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
+bool lg_dup(char **dst, size_t *len, const sp_db_rows *r, size_t row, size_t col)
+{
+    const char *s = lg_text(r, row, col);
+    size_t n = s ? lg_len(r, row, col) : 0;
+    *dst = NULL;
+    if (len)
+        *len = n;
+    if (!s)
+        return true;
+    *dst = malloc(n + 1);
+    if (!*dst)
+        return false;
+    memcpy(*dst, s, n);
+    (*dst)[n] = '\0';
+    return true;
+}
