@@ -69,5 +69,14 @@ int cli_exit_for(const char *code);
 /* Subcommands. */
 int cmd_validate(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_start(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_events(int argc, char **argv);
+int cmd_signal(int argc, char **argv);
+int cmd_resolve(int argc, char **argv);
+int cmd_release(int argc, char **argv);
 
 #endif

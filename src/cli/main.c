@@ -18,10 +18,20 @@ static const char USAGE[] =
     "Durable workflows for agents and automation.\n"
     "\n"
     "Commands:\n"
+    "  run <workflow.json>        start (or resume) a run and work until it parks\n"
+    "  start <workflow.json>      create a run and return\n"
+    "  worker                     work on every run until SIGINT/SIGTERM\n"
+    "  status <runId>             show a run\n"
+    "  list                       list runs\n"
+    "  events <runId>             show a run's events and their commits\n"
+    "  signal <runId> <name>      deliver a signal\n"
+    "  resolve <runId> <invId>    answer an invocation whose outcome is unknown\n"
+    "  release <runId>            lift a quarantine\n"
     "  validate <workflow.json>   check a workflow without touching a database\n"
     "  trace <trace.json>...      replay golden kernel traces\n"
     "\n"
-    "Global options: --json, --db <path>, --help. `spore <command> --help` for more.\n";
+    "Global options: --json, --db <path> (default $SPORE_DB, else ./spore.db), --help.\n"
+    "`spore <command> --help` for more.\n";
 
 typedef struct command {
     const char *name;
@@ -29,8 +39,10 @@ typedef struct command {
 } command;
 
 static const command COMMANDS[] = {
-    {"validate", cmd_validate},
-    {"trace", cmd_trace},
+    {"validate", cmd_validate}, {"trace", cmd_trace},     {"start", cmd_start},
+    {"run", cmd_run},           {"worker", cmd_worker},   {"status", cmd_status},
+    {"list", cmd_list},         {"events", cmd_events},   {"signal", cmd_signal},
+    {"resolve", cmd_resolve},   {"release", cmd_release},
 };
 
 int main(int argc, char **argv)

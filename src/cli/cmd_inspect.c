@@ -1,0 +1,164 @@
+/*
+ * cmd_inspect.c - the read-only views: `spore status`, `spore list`,
+ * `spore events` (cli.md §2). They never change a run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/session.h"
+#include "cli/views.h"
+
+static const char STATUS_HELP[] =
+    "usage: spore status <runId> [--db <path>] [--json]\n"
+    "\n"
+    "Shows a run: status, position, the outstanding invocation, the result, a\n"
+    "quarantine, and the latest result of every node (--json).\n";
+
+static const char LIST_HELP[] =
+    "usage: spore list [--db <path>] [--json]\n\nLists every run of the database.\n";
+
+static const char EVENTS_HELP[] =
+    "usage: spore events <runId> [--db <path>] [--json]\n"
+    "\n"
+    "Lists a run's events in order with the revision that consumed each one and\n"
+    "the diagnostics of that commit.\n";
+
+static int open_one(cli *c, int argc, char **argv, const char *help, session *s, sp_run_key *key)
+{
+    sp_error err = {0};
+    if (cli_parse(c, argc, argv, NULL, &err))
+        return cli_error(c, EXIT_USAGE, &err);
+    if (c->help) {
+        cli_help(help);
+        return -1;
+    }
+    if (c->npositional != 1) {
+        sp_fail(&err, "usage", "%s takes one run ID (see spore %s --help)", c->command,
+                c->command);
+        return cli_error(c, EXIT_USAGE, &err);
+    }
+    int rc = session_open(s, c);
+    if (rc)
+        return rc;
+    rc = session_run_key(s, c->positional[0], key);
+    if (rc)
+        session_close(s);
+    return rc;
+}
+
+int cmd_status(int argc, char **argv)
+{
+    cli c = {.command = "status"};
+    session s;
+    sp_run_key key;
+    int rc = open_one(&c, argc, argv, STATUS_HELP, &s, &key);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
+    sp_run_view v;
+    bool found = false;
+    sp_error err = {0};
+    if (sp_store_get_run(s.store, &key, &v, &found, &err) != SP_STORE_OK || !found) {
+        rc = session_fail(&s, &err);
+    } else {
+        if (c.json)
+            cli_print_json(view_status_json(&v));
+        else
+            view_status_text(stdout, &v);
+        sp_run_view_free(&v);
+    }
+    session_close(&s);
+    return rc;
+}
+
+int cmd_list(int argc, char **argv)
+{
+    cli c = {.command = "list"};
+    sp_error err = {0};
+    if (cli_parse(&c, argc, argv, NULL, &err))
+        return cli_error(&c, EXIT_USAGE, &err);
+    if (c.help)
+        return cli_help(LIST_HELP);
+    if (c.npositional != 0) {
+        sp_fail(&err, "usage", "list takes no arguments");
+        return cli_error(&c, EXIT_USAGE, &err);
+    }
+    session s;
+    int rc = session_open(&s, &c);
+    if (rc)
+        return rc;
+    json_t *runs = json_array();
+    char *cursor = NULL;
+    do {
+        sp_run_list page;
+        if (sp_store_list_runs(s.store, "default", cursor, SP_STORE_PAGE_MAX, &page, &err) !=
+            SP_STORE_OK) {
+            free(cursor);
+            json_decref(runs);
+            rc = session_fail(&s, &err);
+            session_close(&s);
+            return rc;
+        }
+        free(cursor);
+        cursor = page.next_cursor ? strdup(page.next_cursor) : NULL;
+        for (size_t i = 0; i < page.n; i++) {
+            const sp_run_summary *r = &page.runs[i];
+            if (c.json)
+                json_array_append_new(
+                    runs, json_pack("{s:s,s:s,s:s,s:o,s:b}", "runId", r->key.run_id, "startKey",
+                                    r->start_key, "status", r->status, "revision",
+                                    view_decimal(r->revision), "quarantined", r->quarantined));
+            else
+                printf("%-36s  %-18s  rev %-4llu  %s%s\n", r->key.run_id, r->status,
+                       (unsigned long long)r->revision, r->start_key,
+                       r->quarantined ? "  (quarantined)" : "");
+        }
+        sp_run_list_free(&page);
+    } while (cursor);
+    if (c.json)
+        cli_print_json(json_pack("{s:o}", "runs", runs));
+    else
+        json_decref(runs);
+    session_close(&s);
+    return EXIT_OK;
+}
+
+int cmd_events(int argc, char **argv)
+{
+    cli c = {.command = "events"};
+    session s;
+    sp_run_key key;
+    int rc = open_one(&c, argc, argv, EVENTS_HELP, &s, &key);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
+    json_t *events = json_array();
+    uint64_t after = 0;
+    sp_error err = {0};
+    for (;;) {
+        sp_event_list page;
+        if (sp_store_list_events(s.store, &key, after, SP_STORE_PAGE_MAX, &page, &err) !=
+            SP_STORE_OK) {
+            json_decref(events);
+            rc = session_fail(&s, &err);
+            session_close(&s);
+            return rc;
+        }
+        for (size_t i = 0; i < page.n; i++) {
+            if (c.json)
+                json_array_append_new(events, view_event_json(&page.events[i]));
+            else
+                view_event_text(stdout, &page.events[i]);
+            after = page.events[i].sequence;
+        }
+        size_t n = page.n;
+        sp_event_list_free(&page);
+        if (n < SP_STORE_PAGE_MAX)
+            break;
+    }
+    if (c.json)
+        cli_print_json(json_pack("{s:s,s:o}", "runId", key.run_id, "events", events));
+    else
+        json_decref(events);
+    session_close(&s);
+    return EXIT_OK;
+}

@@ -1,0 +1,206 @@
+/*
+ * cmd_run.c - `spore start` and `spore run` (cli.md §2): create a run (the
+ * same key names the same run), and for `run` work until it is terminal or
+ * parked, with progress on a terminal.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/session.h"
+#include "cli/views.h"
+#include "cli/workflow_file.h"
+
+static const char START_HELP[] =
+    "usage: spore start <workflow.json> [--input <json> | --input-file <path>] [--key <key>]\n"
+    "                   [--db <path>] [--json]\n"
+    "\n"
+    "Creates a run and returns. The input defaults to {}. The start key defaults to\n"
+    "a fresh key_<16 hex>; starting again with the same key names the same run\n"
+    "(created: false).\n";
+
+static const char RUN_HELP[] =
+    "usage: spore run <workflow.json> [--input <json> | --input-file <path>] [--key <key>]\n"
+    "                 [--db <path>] [--json] [--lease-ms N] [--heartbeat-ms N] [--poll-ms N]\n"
+    "                 [--grace-ms N]\n"
+    "\n"
+    "Starts (or, with an existing --key, resumes) a run and works on it until it is\n"
+    "terminal or parked. Kill it at any moment and run it again: completed steps\n"
+    "never run twice.\n"
+    "\n"
+    "Exit: 0 completed, 1 failed, 3 waiting for a signal, 4 needs intervention,\n"
+    "5 quarantined, 130 interrupted (SIGINT/SIGTERM after a graceful stop).\n";
+
+typedef struct start_args {
+    const char *input, *input_file, *key;
+} start_args;
+
+static json_t *read_input(const start_args *a, sp_error *err)
+{
+    if (a->input && a->input_file) {
+        sp_fail(err, "usage", "give --input or --input-file, not both");
+        return NULL;
+    }
+    if (a->input)
+        return sp_json_argument("--input", a->input, err);
+    if (a->input_file)
+        return sp_workflow_file_read(a->input_file, err);
+    return json_object();
+}
+
+static int do_start(session *s, const char *file, const start_args *a, sp_start_result *out)
+{
+    sp_error err = {0};
+    json_t *doc = sp_workflow_file_read(file, &err);
+    json_t *input = doc ? read_input(a, &err) : NULL;
+    int rc = 0;
+    if (!doc || !input)
+        rc = session_fail(s, &err);
+    else if (sp_engine_start(s->engine, doc, input, a->key, out, &err))
+        rc = session_fail(s, &err);
+    json_decref(doc);
+    json_decref(input);
+    return rc;
+}
+
+static int parse(cli *c, int argc, char **argv, start_args *a, const char *help)
+{
+    const cli_option opts[] = {
+        {"--input", true, &a->input, NULL},
+        {"--input-file", true, &a->input_file, NULL},
+        {"--key", true, &a->key, NULL},
+        {NULL, false, NULL, NULL},
+    };
+    sp_error err = {0};
+    if (cli_parse(c, argc, argv, opts, &err))
+        return cli_error(c, EXIT_USAGE, &err);
+    if (c->help) {
+        cli_help(help);
+        return -1;
+    }
+    if (c->npositional != 1) {
+        sp_fail(&err, "usage", "%s takes one workflow file (see spore %s --help)", c->command,
+                c->command);
+        return cli_error(c, EXIT_USAGE, &err);
+    }
+    return 0;
+}
+
+int cmd_start(int argc, char **argv)
+{
+    cli c = {.command = "start"};
+    start_args a = {0};
+    int rc = parse(&c, argc, argv, &a, START_HELP);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
+    session s;
+    if ((rc = session_open(&s, &c)))
+        return rc;
+    sp_start_result r;
+    rc = do_start(&s, c.positional[0], &a, &r);
+    if (rc == 0) {
+        if (c.json)
+            cli_print_json(json_pack("{s:s,s:s,s:b}", "runId", r.key.run_id, "startKey",
+                                     r.start_key, "created", r.created));
+        else
+            printf("%s run %s (start key %s)\n", r.created ? "started" : "existing",
+                   r.key.run_id, r.start_key);
+    }
+    session_close(&s);
+    return rc;
+}
+
+/* ---- progress on a terminal ---- */
+
+typedef struct progress {
+    bool on;
+    bool printed;
+} progress;
+
+static void show_progress(void *ctx, const sp_run_view *v, uint64_t elapsed_ms)
+{
+    progress *p = ctx;
+    if (!p->on)
+        return;
+    json_t *snap = v->snapshot ? json_loadb(v->snapshot, v->snapshot_len, 0, NULL) : NULL;
+    json_t *pos = snap ? json_object_get(snap, "position") : NULL;
+    json_t *inv = snap ? json_object_get(snap, "invocation") : NULL;
+    const char *node = json_is_object(pos) ? json_string_value(json_object_get(pos, "nodeId")) : "-";
+    long long attempt = json_is_object(inv) ? json_integer_value(json_object_get(inv, "attempt")) : 0;
+    printf("\r\033[K%s  %s  at %s", v->key.run_id, v->status, node ? node : "-");
+    if (attempt)
+        printf("  attempt %lld", attempt);
+    printf("  %llu.%llus", (unsigned long long)(elapsed_ms / 1000),
+           (unsigned long long)(elapsed_ms % 1000 / 100));
+    fflush(stdout);
+    p->printed = true;
+    json_decref(snap);
+}
+
+static void end_progress(progress *p)
+{
+    if (p->printed)
+        printf("\r\033[K");
+    fflush(stdout);
+}
+
+/* Drive `key` until parked and print the final status; shared with worker. */
+int cli_drive(session *s, const sp_run_key *key, json_t *extra)
+{
+    cli_catch_signals();
+    progress p = {isatty(STDOUT_FILENO) && !s->c->json, false};
+    sp_park park;
+    sp_error err = {0};
+    int rc = sp_engine_run_until_parked(s->engine, key, &park, show_progress, &p, &err);
+    end_progress(&p);
+    if (rc) {
+        json_decref(extra);
+        return session_fail(s, &err);
+    }
+    sp_run_view v;
+    bool found = false;
+    if (sp_store_get_run(s->store, key, &v, &found, &err) != SP_STORE_OK || !found) {
+        json_decref(extra);
+        if (!found && !err.code[0])
+            sp_fail(&err, "run.not-found", "run %s vanished", key->run_id);
+        return session_fail(s, &err);
+    }
+    if (s->c->json) {
+        json_t *out = view_status_json(&v);
+        if (out && extra)
+            json_object_update(out, extra);
+        if (out && park == SP_PARK_INTERRUPTED)
+            json_object_set_new(out, "interrupted", json_true());
+        cli_print_json(out);
+    } else {
+        view_status_text(stdout, &v);
+        if (park == SP_PARK_INTERRUPTED)
+            printf("interrupted: the run continues with the next `spore run` or `spore worker`\n");
+    }
+    json_decref(extra);
+    sp_run_view_free(&v);
+    return session_exit_for_park(park);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    cli c = {.command = "run"};
+    start_args a = {0};
+    int rc = parse(&c, argc, argv, &a, RUN_HELP);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
+    session s;
+    if ((rc = session_open(&s, &c)))
+        return rc;
+    sp_start_result r;
+    rc = do_start(&s, c.positional[0], &a, &r);
+    if (rc == 0) {
+        if (!c.json && isatty(STDOUT_FILENO))
+            printf("%s run %s (start key %s)\n", r.created ? "started" : "resuming",
+                   r.key.run_id, r.start_key);
+        rc = cli_drive(&s, &r.key, json_pack("{s:b}", "created", r.created));
+    }
+    session_close(&s);
+    return rc;
+}

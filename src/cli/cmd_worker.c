@@ -1,0 +1,71 @@
+/*
+ * cmd_worker.c - `spore worker` (cli.md §2, §4): serve every run until
+ * SIGINT/SIGTERM (exit 130), or with --run <id> --until-parked drive one run
+ * exactly like `spore run`.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/session.h"
+
+int cli_drive(session *s, const sp_run_key *key, json_t *extra);
+
+static const char HELP[] =
+    "usage: spore worker [--run <runId> --until-parked] [--db <path>] [--json]\n"
+    "                    [--lease-ms N] [--heartbeat-ms N] [--poll-ms N] [--grace-ms N]\n"
+    "\n"
+    "Without flags: works on every run of the database until SIGINT/SIGTERM, then\n"
+    "stops claiming, lets in-flight steps finish within the grace period and exits\n"
+    "130. Several workers may share one database.\n"
+    "With --run and --until-parked (only together): works on one run until it is\n"
+    "terminal or parked, with the exit codes of `spore run`.\n";
+
+int cmd_worker(int argc, char **argv)
+{
+    cli c = {.command = "worker"};
+    const char *run_id = NULL;
+    bool until_parked = false;
+    const cli_option opts[] = {
+        {"--run", true, &run_id, NULL},
+        {"--until-parked", false, NULL, &until_parked},
+        {NULL, false, NULL, NULL},
+    };
+    sp_error err = {0};
+    if (cli_parse(&c, argc, argv, opts, &err))
+        return cli_error(&c, EXIT_USAGE, &err);
+    if (c.help)
+        return cli_help(HELP);
+    if (c.npositional != 0 || (run_id != NULL) != until_parked) {
+        sp_fail(&err, "usage", "--run and --until-parked go together (see spore worker --help)");
+        return cli_error(&c, EXIT_USAGE, &err);
+    }
+    session s;
+    int rc = session_open(&s, &c);
+    if (rc)
+        return rc;
+    if (run_id) {
+        sp_run_key key;
+        rc = session_run_key(&s, run_id, &key);
+        if (rc == 0)
+            rc = cli_drive(&s, &key, NULL);
+        session_close(&s);
+        return rc;
+    }
+    cli_catch_signals();
+    if (!c.json && isatty(STDOUT_FILENO))
+        printf("worker %s serving %s (Ctrl-C to stop)\n", sp_engine_worker_id(s.engine),
+               sp_store_location(s.store));
+    if (sp_engine_serve(s.engine, &err)) {
+        rc = session_fail(&s, &err);
+        session_close(&s);
+        return rc;
+    }
+    if (c.json)
+        cli_print_json(json_pack("{s:b,s:s}", "interrupted", 1, "workerId",
+                                 sp_engine_worker_id(s.engine)));
+    else
+        fprintf(stderr, "spore: worker stopped\n");
+    session_close(&s);
+    return EXIT_INTERRUPTED;
+}

@@ -1,0 +1,132 @@
+/*
+ * session.c - opening the store and engine for a subcommand, signals and
+ * exit codes (see session.h).
+ */
+#include "cli/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+volatile sig_atomic_t cli_interrupted = 0;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    cli_interrupted = 1;
+}
+
+void cli_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int cli_parse_ms(const char *text, const char *name, uint64_t *out, sp_error *err)
+{
+    if (!text)
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (!*text || *end || text[0] == '-' || v == 0 || v > 86400000ULL * 365)
+        return sp_fail(err, "usage", "%s takes a positive number of milliseconds", name);
+    *out = v;
+    return 0;
+}
+
+static bool is_postgres(const char *db)
+{
+    return strncmp(db, "postgres://", 11) == 0 || strncmp(db, "postgresql://", 13) == 0;
+}
+
+static int engine_config(session *s, sp_engine_config *cfg, sp_error *err)
+{
+    *cfg = sp_engine_defaults();
+    cli *c = s->c;
+    if (cli_parse_ms(c->lease_ms, "--lease-ms", &cfg->lease_ms, err) ||
+        cli_parse_ms(c->heartbeat_ms, "--heartbeat-ms", &cfg->heartbeat_ms, err) ||
+        cli_parse_ms(c->poll_ms, "--poll-ms", &cfg->poll_ms, err) ||
+        cli_parse_ms(c->grace_ms, "--grace-ms", &cfg->shutdown_grace_ms, err))
+        return -1;
+    if (!is_postgres(s->db)) {
+        snprintf(s->lock_dir, sizeof s->lock_dir, "%s.workers", s->db);
+        cfg->lock_dir = s->lock_dir;
+    }
+    cfg->interrupt = &cli_interrupted;
+    return 0;
+}
+
+int session_open(session *s, cli *c)
+{
+    memset(s, 0, sizeof *s);
+    s->c = c;
+    const char *db = c->db ? c->db : getenv("SPORE_DB");
+    snprintf(s->db, sizeof s->db, "%s", db && *db ? db : "spore.db");
+    sp_error err = {0};
+    sp_engine_config cfg;
+    if (engine_config(s, &cfg, &err))
+        return cli_error(c, EXIT_USAGE, &err);
+    s->store = sp_store_open(s->db, NULL, &err);
+    if (!s->store)
+        return session_fail(s, &err);
+    s->engine = sp_engine_new(s->store, &cfg, &err);
+    if (!s->engine) {
+        int code = session_fail(s, &err);
+        session_close(s);
+        return code;
+    }
+    return 0;
+}
+
+void session_close(session *s)
+{
+    sp_engine_free(s->engine);
+    sp_store_close(s->store);
+    s->engine = NULL;
+    s->store = NULL;
+}
+
+int session_fail(session *s, sp_error *err)
+{
+    int code = cli_exit_for(err->code);
+    if (strcmp(err->code, "store.constraint") == 0 || strcmp(err->code, "schema.too-new") == 0)
+        code = EXIT_INTERNAL;
+    return cli_error(s->c, code, err);
+}
+
+int session_run_key(session *s, const char *run_id, sp_run_key *key)
+{
+    sp_error err = {0};
+    if (sp_engine_key(s->engine, run_id, key, &err))
+        return cli_error(s->c, EXIT_USAGE, &err);
+    sp_run_view v;
+    bool found = false;
+    if (sp_store_get_run(s->store, key, &v, &found, &err) != SP_STORE_OK)
+        return session_fail(s, &err);
+    if (!found) {
+        sp_fail(&err, "run.not-found", "no run %s in %s (see spore list)", run_id,
+                sp_store_location(s->store));
+        return cli_error(s->c, EXIT_USAGE, &err);
+    }
+    sp_run_view_free(&v);
+    return 0;
+}
+
+int session_exit_for_park(sp_park park)
+{
+    switch (park) {
+    case SP_PARK_COMPLETED: return EXIT_OK;
+    case SP_PARK_FAILED: return EXIT_RUN_FAILED;
+    case SP_PARK_WAITING: return EXIT_WAITING;
+    case SP_PARK_INTERVENTION: return EXIT_INTERVENTION;
+    case SP_PARK_QUARANTINED: return EXIT_QUARANTINED;
+    case SP_PARK_ASYNC: return EXIT_ASYNC;
+    case SP_PARK_INTERRUPTED: return EXIT_INTERRUPTED;
+    }
+    return EXIT_INTERNAL;
+}

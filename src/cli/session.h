@@ -1,0 +1,48 @@
+/*
+ * session.h - what the store-using subcommands share: opening the store
+ * named by --db / SPORE_DB / ./spore.db, building an engine with the worker
+ * tuning options, SIGINT/SIGTERM handling, and mapping failures and parked
+ * states to exit codes (cli.md §1, §3, §4).
+ *
+ * Must never print credentials, or exit from anywhere but main().
+ */
+#ifndef SPORE_CLI_SESSION_H
+#define SPORE_CLI_SESSION_H
+
+#include <signal.h>
+
+#include "cli/cli.h"
+#include "engine/engine.h"
+#include "store/store.h"
+
+typedef struct session {
+    cli *c;
+    char db[4096];
+    char lock_dir[4200];
+    sp_store *store;
+    sp_engine *engine;
+} session;
+
+extern volatile sig_atomic_t cli_interrupted;
+
+/* Install SIGINT/SIGTERM handlers that set cli_interrupted. */
+void cli_catch_signals(void);
+
+/* Open the store and an engine. Returns 0, or an exit code after printing. */
+int session_open(session *s, cli *c);
+void session_close(session *s);
+
+/* The run key for a run ID argument, checking that the run exists
+ * (run.not-found). Returns 0 or an exit code after printing. */
+int session_run_key(session *s, const char *run_id, sp_run_key *key);
+
+/* Print `err` and return the exit code its code maps to. */
+int session_fail(session *s, sp_error *err);
+
+/* Exit code for a parked run (cli.md §3). */
+int session_exit_for_park(sp_park park);
+
+/* Parse a decimal millisecond option; usage error on garbage. */
+int cli_parse_ms(const char *text, const char *name, uint64_t *out, sp_error *err);
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * views.c - JSON and text views of runs and events (see views.h).
+ */
+#include "cli/views.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "json/decimal.h"
+#include "json/json.h"
+
+json_t *view_decimal(uint64_t v) { return sp_decimal_json(v); }
+
+static json_t *snapshot_of(const sp_run_view *v)
+{
+    if (!v->snapshot)
+        return NULL;
+    return sp_json_parse(v->snapshot, v->snapshot_len, NULL);
+}
+
+static json_t *member_or_null(json_t *obj, const char *name)
+{
+    json_t *m = obj ? json_object_get(obj, name) : NULL;
+    return m ? json_incref(m) : json_null();
+}
+
+static json_t *quarantine_json(const sp_run_view *v)
+{
+    if (!v->quarantined)
+        return json_null();
+    return json_pack("{s:s,s:s,s:o}", "code", v->quarantine_code ? v->quarantine_code : "",
+                     "details", v->quarantine_details ? v->quarantine_details : "", "atMs",
+                     view_decimal(v->quarantine_at_ms));
+}
+
+json_t *view_status_json(const sp_run_view *v)
+{
+    json_t *snap = snapshot_of(v);
+    json_t *nodes = snap ? json_incref(json_object_get(snap, "nodes")) : json_object();
+    json_t *out = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "runId", v->key.run_id,
+                            "startKey", v->start_key ? v->start_key : "", "status", v->status,
+                            "revision", view_decimal(v->revision), "position",
+                            member_or_null(snap, "position"), "invocation",
+                            member_or_null(snap, "invocation"), "result",
+                            member_or_null(snap, "result"), "nodes", nodes ? nodes : json_object(),
+                            "quarantine", quarantine_json(v), "packageDigest", v->package_digest);
+    json_decref(snap);
+    return out;
+}
+
+static void print_json_line(FILE *out, const char *label, const json_t *value)
+{
+    char *text = sp_json_encode_alloc(value, NULL, NULL);
+    fprintf(out, "%-12s %s\n", label, text ? text : "?");
+    free(text);
+}
+
+void view_status_text(FILE *out, const sp_run_view *v)
+{
+    json_t *snap = snapshot_of(v);
+    fprintf(out, "%-12s %s\n", "run", v->key.run_id);
+    fprintf(out, "%-12s %s\n", "start key", v->start_key ? v->start_key : "");
+    fprintf(out, "%-12s %s\n", "status", v->status);
+    fprintf(out, "%-12s %llu\n", "revision", (unsigned long long)v->revision);
+    json_t *pos = snap ? json_object_get(snap, "position") : NULL;
+    if (json_is_object(pos))
+        fprintf(out, "%-12s %s (%s)\n", "position",
+                json_string_value(json_object_get(pos, "nodeId")),
+                json_string_value(json_object_get(pos, "activationId")));
+    json_t *inv = snap ? json_object_get(snap, "invocation") : NULL;
+    if (json_is_object(inv))
+        fprintf(out, "%-12s %s attempt %lld %s\n", "invocation",
+                json_string_value(json_object_get(inv, "invocationId")),
+                (long long)json_integer_value(json_object_get(inv, "attempt")),
+                json_string_value(json_object_get(inv, "state")));
+    json_t *result = snap ? json_object_get(snap, "result") : NULL;
+    if (json_is_object(result))
+        print_json_line(out, "result", result);
+    if (v->quarantined)
+        fprintf(out, "%-12s %s: %s\n", "quarantine", v->quarantine_code ? v->quarantine_code : "",
+                v->quarantine_details ? v->quarantine_details : "");
+    json_decref(snap);
+}
+
+static json_t *diagnostics_json(const sp_event *e)
+{
+    json_t *d = e->diagnostics ? sp_json_parse(e->diagnostics, strlen(e->diagnostics), NULL) : NULL;
+    return d ? d : json_array();
+}
+
+json_t *view_event_json(const sp_event *e)
+{
+    json_t *payload = sp_json_parse(e->body, e->body_len, NULL);
+    return json_pack("{s:o,s:s,s:s,s:o,s:o,s:o,s:o}", "sequence", view_decimal(e->sequence), "id",
+                     e->event_id, "kind", e->kind, "acceptedAtMs",
+                     view_decimal(e->accepted_at_ms), "consumedRevision",
+                     e->consumed ? view_decimal(e->consumed_revision) : json_null(),
+                     "diagnostics", diagnostics_json(e), "payload",
+                     payload ? payload : json_null());
+}
+
+void view_event_text(FILE *out, const sp_event *e)
+{
+    char rev[32];
+    if (e->consumed)
+        snprintf(rev, sizeof rev, "rev %llu", (unsigned long long)e->consumed_revision);
+    else
+        snprintf(rev, sizeof rev, "pending");
+    fprintf(out, "%llu  %s  %s  %s", (unsigned long long)e->sequence, e->kind, rev, e->event_id);
+    json_t *d = diagnostics_json(e);
+    for (size_t i = 0; i < json_array_size(d); i++)
+        fprintf(out, "  %s", json_string_value(json_object_get(json_array_get(d, i), "code")));
+    json_decref(d);
+    fputc('\n', out);
+}

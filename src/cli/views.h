@@ -1,0 +1,30 @@
+/*
+ * views.h - how runs, events and invocations are shown: the stable JSON of
+ * cli.md §2 and the text for people. Shared by status, run, worker, list and
+ * events so one run always looks the same.
+ *
+ * Must never print a counter or timestamp as a JSON number (they are decimal
+ * strings), or omit a member the JSON interface names.
+ */
+#ifndef SPORE_CLI_VIEWS_H
+#define SPORE_CLI_VIEWS_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "store/store.h"
+
+/* {runId, startKey, status, revision, position, invocation, result, nodes,
+ *  quarantine} from a run view (snapshot members are null before the first
+ *  commit). */
+json_t *view_status_json(const sp_run_view *v);
+
+/* The text status of cli.md §2. */
+void view_status_text(FILE *out, const sp_run_view *v);
+
+json_t *view_event_json(const sp_event *e);
+void view_event_text(FILE *out, const sp_event *e);
+
+json_t *view_decimal(uint64_t v);
+
+#endif

@@ -1,0 +1,319 @@
+/*
+ * attempt.c - one attempt (engine.md §4): resolve the action from the run's
+ * package, run it in a runner thread while this attempt thread heartbeats on
+ * its own timer, then finish the attempt with what the runner reported - or,
+ * when the lease was lost, keep it as late evidence.
+ *
+ * Must never call finish_attempt after a heartbeat was answered stale (the
+ * runner is told to stop; what it learns becomes late evidence), report
+ * anything when the run or package cannot be read (the lease expires and the
+ * kernel decides, as after a crash), or report after shutdown abandoned it.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/failpoint.h"
+#include "base/random.h"
+#include "engine/internal.h"
+#include "json/json.h"
+#include "runners/registry.h"
+
+typedef struct runner_job {
+    inflight *a;
+    const sp_runner *runner;
+    sp_runner_ctx ctx;
+    json_t *input;
+    sp_activity_output out;
+} runner_job;
+
+static void *runner_main(void *arg)
+{
+    runner_job *job = arg;
+    inflight *a = job->a;
+    job->runner->run(&job->ctx, a->claim.action_id, a->action, job->input, &job->out);
+    pthread_mutex_lock(&a->mu);
+    a->runner_done = true;
+    pthread_cond_signal(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+/* Wait for the runner up to `ms`; true when it finished. */
+static bool wait_runner(inflight *a, uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + (ms % 1000) * 1000000u;
+    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    pthread_mutex_lock(&a->mu);
+    while (!a->runner_done)
+        if (pthread_cond_timedwait(&a->cv, &a->mu, &ts) != 0)
+            break;
+    bool done = a->runner_done;
+    pthread_mutex_unlock(&a->mu);
+    return done;
+}
+
+static void heartbeat(inflight *a)
+{
+    sp_engine *e = a->engine;
+    char request_id[SP_STORE_REQUEST_ID_MAX];
+    engine_request_id(e, "heartbeat", a->claim.attempt.attempt_id, request_id, sizeof request_id);
+    sp_heartbeat_req req = {a->claim.attempt, request_id, e->cfg.lease_ms};
+    sp_heartbeat_res res;
+    sp_error err = {0};
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, &err, sp_store_heartbeat(e->store, &req, &res, &err));
+    if (rc == SP_STORE_STALE) {
+        a->lost = true;
+        sp_stop_fire(&a->stop);
+    }
+    sp_error_clear(&err);
+}
+
+/* Run the runner in its own thread, heartbeating until it returns. */
+static void run_with_heartbeats(inflight *a, runner_job *job)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, runner_main, job) != 0) {
+        sp_output_failure(&job->out, "host.thread", true, NULL,
+                          "cannot start a thread for the runner");
+        return;
+    }
+    while (!wait_runner(a, a->engine->cfg.heartbeat_ms))
+        if (!a->lost)
+            heartbeat(a);
+    pthread_join(t, NULL);
+}
+
+static void record_late(inflight *a, const char *body, size_t len, const char *kind)
+{
+    sp_engine *e = a->engine;
+    char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
+    snprintf(request_id, sizeof request_id, "late/%s/%s", a->claim.attempt.attempt_id, e->nonce);
+    sp_digest_one("body", body, len, digest);
+    sp_late_evidence_req req = {a->claim.attempt, request_id, kind, {body, len, digest}};
+    sp_late_evidence_res res;
+    sp_error err = {0};
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, &err, sp_store_record_late_evidence(e->store, &req, &res, &err));
+    sp_error_clear(&err);
+}
+
+static void report(inflight *a, const sp_activity_output *out)
+{
+    sp_engine *e = a->engine;
+    sp_error err = {0};
+    size_t len;
+    char *body = engine_result_body(&a->claim, out, &len, &err);
+    if (!body) { /* out of memory: report nothing; the lease decides */
+        sp_error_clear(&err);
+        return;
+    }
+    if (a->lost) {
+        record_late(a, body, len, "result-after-lease-lost");
+        free(body);
+        return;
+    }
+    char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
+    snprintf(request_id, sizeof request_id, "finish/%s", a->claim.attempt.attempt_id);
+    sp_digest_one("body", body, len, digest);
+    sp_finish_req req = {a->claim.attempt, request_id, {body, len, digest}};
+    sp_finish_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, &err, sp_store_finish_attempt(e->store, &req, &res, &err));
+    if (rc == SP_STORE_STALE)
+        record_late(a, body, len, "result-after-lease-expired");
+    sp_error_clear(&err);
+    free(body);
+    if (rc == SP_STORE_OK)
+        sp_failpoint("host.attempt.after-finish");
+}
+
+/* Resolve the action and its runner. Returns false to abandon (report
+ * nothing); true with *host_failed set when the host itself produced the
+ * output (missing action or runner). */
+static bool resolve_action(inflight *a, const sp_runner **runner, sp_activity_output *out,
+                           bool *host_failed)
+{
+    sp_engine *e = a->engine;
+    sp_run_view view;
+    bool found = false;
+    sp_error err = {0};
+    if (sp_store_get_run(e->store, &a->claim.attempt.key, &view, &found, &err) != SP_STORE_OK ||
+        !found) {
+        sp_error_clear(&err);
+        return false;
+    }
+    const sp_workflow *wf = engine_workflow(e, view.package_digest, &err);
+    sp_run_view_free(&view);
+    sp_error_clear(&err);
+    if (!wf)
+        return false;
+    *host_failed = true;
+    const sp_action *action = sp_workflow_action(wf, a->claim.action_id);
+    if (!action) {
+        sp_output_failure(out, "host.action-missing", false, NULL,
+                          "action %s is not in the run's package", a->claim.action_id);
+        return true;
+    }
+    const json_t *kind = json_object_get(action->raw, "kind");
+    *runner = json_is_string(kind) ? sp_runner_find(json_string_value(kind)) : NULL;
+    if (!*runner) {
+        sp_output_failure(out, "host.runner-missing", false, NULL,
+                          "no runner for the kind of action %s", a->claim.action_id);
+        return true;
+    }
+    a->action = json_deep_copy(action->raw);
+    if (!a->action)
+        return false; /* out of memory: abandon, the lease decides */
+    *host_failed = false;
+    return true;
+}
+
+static void execute(inflight *a, runner_job *job, const sp_runner *runner)
+{
+    job->input = sp_json_parse_canonical(a->claim.input, a->claim.input_len, NULL);
+    if (!job->input) {
+        sp_output_failure(&job->out, "host.input-invalid", false, NULL,
+                          "the claimed input is not canonical JSON");
+        return;
+    }
+    const sp_claim *c = &a->claim;
+    sp_engine *e = a->engine;
+    char traceparent[64], span[17];
+    sp_random_hex(span, 8);
+    snprintf(traceparent, sizeof traceparent, "00-%.32s-%s-01", c->attempt.invocation_id + 4,
+             span);
+    job->runner = runner;
+    job->ctx = (sp_runner_ctx){c->attempt.key.tenant, c->attempt.key.run_id, c->node_id,
+                               c->action_id, c->attempt.invocation_id, c->effect_key,
+                               c->attempt_number, e->base_dir, traceparent, &a->stop,
+                               e->cfg.natives};
+    run_with_heartbeats(a, job);
+}
+
+static bool abandoned(sp_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool yes = e->abandon;
+    pthread_mutex_unlock(&e->mu);
+    return yes;
+}
+
+static void mark_done(inflight *a)
+{
+    pthread_mutex_lock(&a->engine->mu);
+    a->done = true;
+    a->engine->settled++;
+    pthread_cond_broadcast(&a->engine->settled_cv);
+    pthread_mutex_unlock(&a->engine->mu);
+}
+
+static void *attempt_main(void *arg)
+{
+    inflight *a = arg;
+    runner_job job;
+    memset(&job, 0, sizeof job);
+    job.a = a;
+    const sp_runner *runner = NULL;
+    bool host_failed = false;
+    if (resolve_action(a, &runner, &job.out, &host_failed)) {
+        if (!host_failed)
+            execute(a, &job, runner);
+        sp_failpoint("host.attempt.after-effect");
+        if (!abandoned(a->engine))
+            report(a, &job.out);
+        sp_activity_output_free(&job.out);
+    }
+    json_decref(job.input);
+    mark_done(a);
+    return NULL;
+}
+
+int engine_attempt_start(sp_engine *e, sp_claim *claim, sp_error *err)
+{
+    inflight *a = calloc(1, sizeof *a);
+    if (!a) {
+        sp_claim_free(claim);
+        return sp_oom(err);
+    }
+    a->engine = e;
+    a->claim = *claim;
+    memset(claim, 0, sizeof *claim);
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    if (sp_stop_init(&a->stop, err)) {
+        sp_claim_free(&a->claim);
+        free(a);
+        return -1;
+    }
+    pthread_mutex_lock(&e->mu);
+    a->next = e->inflight;
+    e->inflight = a;
+    e->ninflight++;
+    pthread_mutex_unlock(&e->mu);
+    if (pthread_create(&a->thread, NULL, attempt_main, a) != 0) {
+        pthread_mutex_lock(&e->mu);
+        e->inflight = a->next;
+        e->ninflight--;
+        pthread_mutex_unlock(&e->mu);
+        sp_stop_destroy(&a->stop);
+        sp_claim_free(&a->claim);
+        free(a);
+        return sp_fail(err, "runtime", "cannot start an attempt thread");
+    }
+    return 0;
+}
+
+static void free_inflight(inflight *a)
+{
+    pthread_join(a->thread, NULL);
+    sp_stop_destroy(&a->stop);
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+    json_decref(a->action);
+    sp_claim_free(&a->claim);
+    free(a);
+}
+
+void engine_attempts_reap(sp_engine *e, bool wait_all)
+{
+    for (;;) {
+        inflight *finished = NULL;
+        pthread_mutex_lock(&e->mu);
+        for (inflight **p = &e->inflight; *p;) {
+            inflight *a = *p;
+            if (a->done || wait_all) {
+                *p = a->next;
+                a->next = finished;
+                finished = a;
+                e->ninflight--;
+            } else {
+                p = &a->next;
+            }
+        }
+        pthread_mutex_unlock(&e->mu);
+        if (!finished)
+            return;
+        while (finished) {
+            inflight *a = finished;
+            finished = a->next;
+            free_inflight(a);
+        }
+        if (!wait_all)
+            return;
+    }
+}
+
+bool engine_run_in_flight(sp_engine *e, const sp_run_key *key)
+{
+    pthread_mutex_lock(&e->mu);
+    bool found = false;
+    for (inflight *a = e->inflight; a && !found; a = a->next)
+        found = !a->done && engine_same_key(&a->claim.attempt.key, key);
+    pthread_mutex_unlock(&e->mu);
+    return found;
+}

@@ -1,0 +1,260 @@
+/*
+ * client.c - the client operations of engine.md §2 and §10: start (with
+ * random run IDs and find_run), signal, resolve and release, each one store
+ * mutation with its documented request ID.
+ *
+ * Must never create a run the kernel would refuse (validation and a dry
+ * run.started come first), or give one start key two runs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/random.h"
+#include "engine/internal.h"
+#include "engine/validate.h"
+#include "json/json.h"
+
+static bool key_char_ok(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-' || c == ':';
+}
+
+static int check_token(const char *what, const char *s, size_t max, sp_error *err)
+{
+    size_t n = strlen(s);
+    bool ok = n >= 1 && n <= max;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = key_char_ok(s[i]);
+    if (!ok)
+        return sp_fail(err, "usage", "%s must be 1 to %zu characters of [A-Za-z0-9_.:-]", what,
+                       max);
+    return 0;
+}
+
+static void new_run_id(sp_engine *e, char out[SP_ID_LEN + 1])
+{
+    if (e->cfg.run_id_source) {
+        e->cfg.run_id_source(e->cfg.run_id_ctx, out);
+        return;
+    }
+    memcpy(out, "run_", 4);
+    sp_random_hex(out + 4, 16);
+}
+
+static char *encode(const json_t *v, size_t *len, char digest[SP_DIGEST_TEXT_LEN + 1],
+                    sp_error *err)
+{
+    char *bytes = sp_json_encode_alloc(v, len, err);
+    if (bytes)
+        sp_digest_one("body", bytes, *len, digest);
+    return bytes;
+}
+
+/* An existing run for the start key: same workflow -> reuse, else run.exists. */
+static int reuse(sp_engine *e, const sp_run_key *key, const char *package_digest,
+                 sp_start_result *out, sp_error *err)
+{
+    sp_run_view view;
+    bool found = false;
+    sp_store_rc rc = sp_store_get_run(e->store, key, &view, &found, err);
+    if (rc != SP_STORE_OK)
+        return -1;
+    if (!found)
+        return sp_fail(err, "run.not-found", "run %s vanished", key->run_id);
+    bool same = strcmp(view.package_digest, package_digest) == 0;
+    sp_run_view_free(&view);
+    if (!same)
+        return sp_fail(err, "run.exists",
+                       "start key %s already names run %s of another workflow", out->start_key,
+                       key->run_id);
+    out->key = *key;
+    out->created = false;
+    return 0;
+}
+
+static int find(sp_engine *e, const char *start_key, sp_run_key *key, bool *found, sp_error *err)
+{
+    sp_store_rc rc = sp_store_find_run(e->store, e->tenant, start_key, key, found, err);
+    return rc == SP_STORE_OK ? 0 : -1;
+}
+
+static int create(sp_engine *e, const sp_validated *v, const json_t *input, sp_run_key *key,
+                  sp_start_result *out, sp_error *err)
+{
+    json_t *started = json_pack("{s:O,s:s,s:s}", "input", input, "runId", key->run_id, "tenant",
+                                key->tenant);
+    size_t len;
+    char digest[SP_DIGEST_TEXT_LEN + 1], request_id[SP_STORE_REQUEST_ID_MAX];
+    char *body = started ? encode(started, &len, digest, err) : NULL;
+    json_decref(started);
+    if (!body)
+        return started ? -1 : sp_oom(err);
+    snprintf(request_id, sizeof request_id, "start/%s", out->start_key);
+    sp_create_run_req req = {*key, request_id, out->start_key, v->package_digest, v->package,
+                             v->package_len, NULL, {body, len, digest}};
+    sp_create_run_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_create_run(e->store, &req, &res, err));
+    free(body);
+    if (rc == SP_STORE_OK) {
+        out->key = res.key;
+        out->created = res.disposition == SP_APPLIED;
+        return 0;
+    }
+    if (rc == SP_STORE_CONFLICT && strcmp(err->code, "run.start-key-mismatch") == 0) {
+        bool found = false; /* a racing start won: look it up once more */
+        sp_error_clear(err);
+        if (find(e, out->start_key, key, &found, err))
+            return -1;
+        if (found)
+            return reuse(e, key, v->package_digest, out, err);
+        return sp_fail(err, "run.start-key-mismatch", "start key %s is taken", out->start_key);
+    }
+    return -1;
+}
+
+int sp_engine_start(sp_engine *e, const json_t *workflow, const json_t *input,
+                    const char *start_key, sp_start_result *out, sp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    json_t *empty = json_object();
+    if (!empty)
+        return sp_oom(err);
+    if (!input)
+        input = empty;
+    if (start_key) {
+        if (check_token("a start key", start_key, SP_STORE_ID_MAX, err))
+            goto fail;
+        snprintf(out->start_key, sizeof out->start_key, "%s", start_key);
+    } else {
+        memcpy(out->start_key, "key_", 4);
+        sp_random_hex(out->start_key + 4, 8);
+    }
+    sp_run_key key;
+    memset(&key, 0, sizeof key);
+    snprintf(key.tenant, sizeof key.tenant, "%s", e->tenant);
+    bool found = false;
+    if (find(e, out->start_key, &key, &found, err))
+        goto fail;
+    if (!found) {
+        memset(&key, 0, sizeof key);
+        snprintf(key.tenant, sizeof key.tenant, "%s", e->tenant);
+        new_run_id(e, key.run_id);
+    }
+    sp_validated v;
+    if (sp_validate_workflow(workflow, input, key.run_id, &v, err))
+        goto fail;
+    int rc = found ? reuse(e, &key, v.package_digest, out, err)
+                   : create(e, &v, input, &key, out, err);
+    sp_validated_free(&v);
+    json_decref(empty);
+    return rc;
+fail:
+    json_decref(empty);
+    return -1;
+}
+
+static int append(sp_engine *e, const sp_run_key *key, const char *request_id,
+                  const char *event_id, const char *kind, const json_t *body_value,
+                  sp_disposition *disposition, sp_error *err)
+{
+    size_t len;
+    char digest[SP_DIGEST_TEXT_LEN + 1];
+    char *body = encode(body_value, &len, digest, err);
+    if (!body)
+        return -1;
+    sp_append_event_req req = {*key, request_id, event_id, kind, {body, len, digest}};
+    sp_append_event_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_append_event(e->store, &req, &res, err));
+    free(body);
+    if (rc != SP_STORE_OK)
+        return -1;
+    *disposition = res.disposition;
+    return 0;
+}
+
+int sp_engine_signal(sp_engine *e, const sp_run_key *key, const char *message_id,
+                     const char *name, const char *outcome, const json_t *data,
+                     sp_disposition *disposition, sp_error *err)
+{
+    if (check_token("a message ID", message_id, SP_STORE_ID_MAX, err) ||
+        check_token("a signal name", name, 64, err) ||
+        (outcome && check_token("an outcome", outcome, 64, err)))
+        return -1;
+    json_t *body = json_pack("{s:s,s:O}", "name", name, "data", data ? data : json_null());
+    if (body && outcome)
+        json_object_set_new(body, "outcome", json_string(outcome));
+    if (!body)
+        return sp_oom(err);
+    char request_id[SP_STORE_REQUEST_ID_MAX], event_id[SP_STORE_REQUEST_ID_MAX];
+    snprintf(request_id, sizeof request_id, "signal/%s", message_id);
+    snprintf(event_id, sizeof event_id, "sig:%s", message_id);
+    int rc = append(e, key, request_id, event_id, "signal.received", body, disposition, err);
+    json_decref(body);
+    return rc;
+}
+
+static json_t *resolution_value(sp_resolution r, const char *outcome, const json_t *output,
+                                const char *message)
+{
+    switch (r) {
+    case SP_RESOLVE_COMPLETE:
+        return json_pack("{s:s,s:s,s:O}", "action", "complete", "outcome", outcome, "output",
+                         output ? output : json_null());
+    case SP_RESOLVE_RETRY:
+        return json_pack("{s:s}", "action", "retry");
+    case SP_RESOLVE_FAIL:
+        return json_pack("{s:s,s:{s:s,s:s,s:n,s:n}}", "action", "fail", "error", "code",
+                         "operator.failed", "message", message, "nodeId", "details");
+    }
+    return NULL;
+}
+
+int sp_engine_resolve(sp_engine *e, const sp_run_key *key, const char *request_id,
+                      const char *invocation_id, sp_resolution resolution, const char *outcome,
+                      const json_t *output, const char *message, sp_disposition *disposition,
+                      sp_error *err)
+{
+    if (check_token("a request ID", request_id, SP_STORE_ID_MAX, err) ||
+        check_token("an invocation ID", invocation_id, SP_STORE_ID_MAX, err))
+        return -1;
+    if (resolution == SP_RESOLVE_COMPLETE && check_token("an outcome", outcome, 64, err))
+        return -1;
+    json_t *r = resolution_value(resolution, outcome, output, message ? message : "");
+    json_t *body = r ? json_pack("{s:s,s:o}", "invocationId", invocation_id, "resolution", r)
+                     : NULL;
+    if (!body)
+        return sp_oom(err);
+    char rid[SP_STORE_REQUEST_ID_MAX], event_id[SP_STORE_REQUEST_ID_MAX];
+    snprintf(rid, sizeof rid, "resolve/%s", request_id);
+    snprintf(event_id, sizeof event_id, "res:%s", request_id);
+    int rc = append(e, key, rid, event_id, "invocation.resolved", body, disposition, err);
+    json_decref(body);
+    return rc;
+}
+
+int sp_engine_release(sp_engine *e, const sp_run_key *key, sp_disposition *disposition,
+                      sp_error *err)
+{
+    sp_run_view view;
+    bool found = false;
+    if (sp_store_get_run(e->store, key, &view, &found, err) != SP_STORE_OK)
+        return -1;
+    if (!found)
+        return sp_fail(err, "run.not-found", "no run %s", key->run_id);
+    char request_id[SP_STORE_REQUEST_ID_MAX];
+    snprintf(request_id, sizeof request_id, "release/%llu/%llu",
+             (unsigned long long)view.revision, (unsigned long long)view.quarantine_at_ms);
+    sp_run_view_free(&view);
+    sp_release_req req = {*key, request_id};
+    sp_flag_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_release_run(e->store, &req, &res, err));
+    if (rc != SP_STORE_OK)
+        return -1;
+    *disposition = res.disposition;
+    return 0;
+}

@@ -1,0 +1,189 @@
+/*
+ * coordinate.c - step 2 of a tick (engine.md §3): for each run with a
+ * pending event, up to turns_per_run times: load the turn, run the kernel,
+ * commit the decision with request ID commit/<rev+1>/<eventId>, or
+ * quarantine the run when the kernel fails.
+ *
+ * Must never act on a decision's commands (only committed work, read back
+ * through scan_due, is dispatched), and never let one run's missing package
+ * or kernel failure stop the others.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/failpoint.h"
+#include "engine/internal.h"
+
+#define KERNEL_DIGEST "native:spore-kernel@" SP_SEMANTICS_VERSION
+
+static int quarantine(sp_engine *e, const sp_run_key *key, uint64_t revision, const char *code,
+                      const char *details, sp_tick_stats *stats, sp_error *err)
+{
+    char request_id[SP_STORE_REQUEST_ID_MAX];
+    engine_request_id(e, "quarantine", key->run_id, request_id, sizeof request_id);
+    sp_quarantine_req req = {*key, request_id, revision, code, details};
+    sp_flag_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_quarantine_run(e->store, &req, &res, err));
+    if (rc == SP_STORE_OK) {
+        stats->quarantined++;
+        return 0;
+    }
+    if (rc == SP_STORE_STALE) { /* someone moved the run on: fine */
+        sp_error_clear(err);
+        return 0;
+    }
+    stats->store_unavailable = sp_store_rc_transient(rc);
+    return -1;
+}
+
+static void fill_records(const sp_kernel_decision *d, sp_command_rec *cmds,
+                         sp_diagnostic_rec *diags)
+{
+    for (size_t i = 0; i < d->ncommands; i++)
+        cmds[i] = (sp_command_rec){d->commands[i].command_id, d->commands[i].activation_id,
+                                   d->commands[i].kind, d->commands[i].payload,
+                                   d->commands[i].payload_len};
+    for (size_t i = 0; i < d->ndiagnostics; i++)
+        diags[i] = (sp_diagnostic_rec){d->diagnostics[i].code, d->diagnostics[i].node_id,
+                                       d->diagnostics[i].details, d->diagnostics[i].details_len};
+}
+
+typedef enum turn_result { TURN_NEXT, TURN_STOP, TURN_ERROR } turn_result;
+
+static turn_result commit(sp_engine *e, const sp_turn *t, const sp_kernel_decision *d,
+                          sp_tick_stats *stats, sp_error *err)
+{
+    char request_id[SP_STORE_REQUEST_ID_MAX], decision_digest[SP_DIGEST_TEXT_LEN + 1];
+    snprintf(request_id, sizeof request_id, "commit/%llu/%s",
+             (unsigned long long)(t->revision + 1), t->event.event_id);
+    sp_kernel_decision_digest(d, decision_digest);
+    sp_command_rec *cmds = calloc(d->ncommands + 1, sizeof *cmds);
+    sp_diagnostic_rec *diags = calloc(d->ndiagnostics + 1, sizeof *diags);
+    if (!cmds || !diags) {
+        free(cmds);
+        free(diags);
+        sp_oom(err);
+        return TURN_ERROR;
+    }
+    fill_records(d, cmds, diags);
+    sp_commit_turn_req req = {t->key, request_id, t->revision, t->event.event_id,
+                              t->event.sequence, decision_digest, d->snapshot, d->snapshot_len,
+                              d->snapshot_digest, d->status, cmds, d->ncommands, diags,
+                              d->ndiagnostics};
+    sp_commit_turn_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_commit_turn(e->store, &req, &res, err));
+    free(cmds);
+    free(diags);
+    if (rc == SP_STORE_OK) {
+        sp_failpoint("host.turn.after-commit");
+        if (res.disposition == SP_APPLIED)
+            stats->applied++;
+        else
+            stats->duplicate++;
+        return TURN_NEXT;
+    }
+    if (rc == SP_STORE_STALE) { /* another coordinator won: drop the decision */
+        sp_error_clear(err);
+        return TURN_STOP;
+    }
+    if (rc == SP_STORE_CONFLICT) { /* a different decision for the same event */
+        stats->diverged++;
+        fprintf(stderr, "spore: run %s diverged: %s: %s\n", t->key.run_id, err->code,
+                err->message);
+        sp_error_clear(err);
+        return TURN_STOP;
+    }
+    stats->store_unavailable = sp_store_rc_transient(rc);
+    return TURN_ERROR;
+}
+
+static turn_result one_turn(sp_engine *e, const sp_turn *t, sp_tick_stats *stats, sp_error *err)
+{
+    sp_error load_err = {0};
+    const sp_workflow *wf = engine_workflow(e, t->package_digest, &load_err);
+    if (!wf) {
+        if (strncmp(load_err.code, "store.", 6) == 0) {
+            sp_error_move(err, &load_err);
+            stats->store_unavailable = true;
+            return TURN_ERROR;
+        }
+        int rc = quarantine(e, &t->key, t->revision, load_err.code, load_err.message, stats, err);
+        sp_error_clear(&load_err);
+        return rc ? TURN_ERROR : TURN_STOP;
+    }
+    sp_kernel_request req = {
+        .identity = {t->package_digest, KERNEL_DIGEST, SP_SEMANTICS_VERSION, SP_CODEC_VERSION},
+        .graph = wf->canonical,
+        .graph_len = wf->canonical_len,
+        .loaded_graph = wf,
+        .snapshot = t->snapshot,
+        .snapshot_len = t->snapshot_len,
+        .event = {t->event.event_id, t->event.sequence, t->event.accepted_at_ms, t->event.kind,
+                  t->event.body, t->event.body_len},
+        .limits = e->cfg.limits,
+    };
+    sp_kernel_decision d;
+    sp_kernel_failure f;
+    int krc = sp_kernel_transition(&req, &d, &f);
+    if (krc == SP_KERNEL_OOM) {
+        sp_oom(err);
+        return TURN_ERROR;
+    }
+    if (krc == SP_KERNEL_FAILURE)
+        return quarantine(e, &t->key, t->revision, f.code, f.details, stats, err) ? TURN_ERROR
+                                                                                  : TURN_STOP;
+    sp_failpoint("host.turn.after-reduce");
+    turn_result r = commit(e, t, &d, stats, err);
+    sp_kernel_decision_free(&d);
+    return r;
+}
+
+static int coordinate_run(sp_engine *e, const sp_run_key *key, sp_tick_stats *stats,
+                          sp_error *err)
+{
+    for (uint32_t i = 0; i < e->cfg.turns_per_run; i++) {
+        sp_turn t;
+        bool found = false;
+        sp_store_rc rc = sp_store_load_turn(e->store, key, &t, &found, err);
+        if (rc != SP_STORE_OK) {
+            stats->store_unavailable = sp_store_rc_transient(rc);
+            return -1;
+        }
+        if (!found)
+            return 0;
+        turn_result r = one_turn(e, &t, stats, err);
+        sp_turn_free(&t);
+        if (r == TURN_ERROR)
+            return -1;
+        if (r == TURN_STOP)
+            return 0;
+    }
+    return 0;
+}
+
+int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err)
+{
+    if (only)
+        return coordinate_run(e, only, stats, err);
+    char *cursor = NULL;
+    int result = 0;
+    do {
+        sp_key_page page;
+        sp_store_rc rc = sp_store_scan_ready(e->store, cursor, ENGINE_PAGE, &page, err);
+        free(cursor);
+        cursor = NULL;
+        if (rc != SP_STORE_OK) {
+            stats->store_unavailable = sp_store_rc_transient(rc);
+            return -1;
+        }
+        for (size_t i = 0; i < page.n && result == 0; i++)
+            result = coordinate_run(e, &page.keys[i], stats, err);
+        if (page.next_cursor && result == 0)
+            cursor = strdup(page.next_cursor);
+        sp_key_page_free(&page);
+    } while (cursor);
+    return result;
+}

@@ -1,0 +1,108 @@
+/*
+ * dispatch.c - step 3 of a tick (engine.md §3): claim due invocations read
+ * back from the store (never from a decision in memory, I7) while fewer than
+ * max_concurrent_activities attempts are in flight here, and start each one
+ * in its own thread.
+ *
+ * Must never claim after shutdown began, claim an invocation already in
+ * flight in this engine, or treat a duplicate claim receipt as ownership
+ * without a successful heartbeat.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/failpoint.h"
+#include "engine/internal.h"
+
+static bool has_capacity(sp_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool ok = !e->shutting_down && e->ninflight < e->cfg.max_concurrent_activities;
+    pthread_mutex_unlock(&e->mu);
+    return ok;
+}
+
+static bool already_in_flight(sp_engine *e, const sp_due_item *item)
+{
+    pthread_mutex_lock(&e->mu);
+    bool found = false;
+    for (inflight *a = e->inflight; a && !found; a = a->next)
+        found = engine_same_key(&a->claim.attempt.key, &item->key) &&
+                strcmp(a->claim.attempt.invocation_id, item->id) == 0;
+    pthread_mutex_unlock(&e->mu);
+    return found;
+}
+
+/* A duplicate receipt is a historical claim: own it only if a heartbeat
+ * under that claim is applied now. */
+static bool confirm_duplicate(sp_engine *e, const sp_claim *claim, sp_error *err)
+{
+    char request_id[SP_STORE_REQUEST_ID_MAX];
+    engine_request_id(e, "heartbeat", claim->attempt.attempt_id, request_id, sizeof request_id);
+    sp_heartbeat_req req = {claim->attempt, request_id, e->cfg.lease_ms};
+    sp_heartbeat_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_heartbeat(e->store, &req, &res, err));
+    bool ok = rc == SP_STORE_OK && res.disposition == SP_APPLIED;
+    sp_error_clear(err);
+    return ok;
+}
+
+static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats, sp_error *err)
+{
+    char request_id[SP_STORE_REQUEST_ID_MAX];
+    engine_request_id(e, "claim", item->id, request_id, sizeof request_id);
+    sp_claim_req req = {item->key, request_id, item->id, e->worker_id, e->cfg.lease_ms,
+                        NULL,      0,          e->host};
+    sp_claim claim;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_claim_attempt(e->store, &req, &claim, err));
+    if (rc != SP_STORE_OK) {
+        if (sp_store_rc_transient(rc)) {
+            stats->store_unavailable = true;
+            return -1;
+        }
+        sp_error_clear(err); /* someone else claimed it, or it is not due: skip */
+        return 0;
+    }
+    if (claim.disposition == SP_DUPLICATE && !confirm_duplicate(e, &claim, err)) {
+        sp_claim_free(&claim);
+        return 0;
+    }
+    sp_failpoint("host.attempt.after-claim");
+    stats->claimed++;
+    return engine_attempt_start(e, &claim, err);
+}
+
+int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err)
+{
+    char *cursor = NULL;
+    do {
+        if (!has_capacity(e)) {
+            free(cursor);
+            return 0;
+        }
+        sp_due_page page;
+        sp_store_rc rc = sp_store_scan_due(e->store, cursor, ENGINE_PAGE, &page, err);
+        free(cursor);
+        cursor = NULL;
+        if (rc != SP_STORE_OK) {
+            stats->store_unavailable = sp_store_rc_transient(rc);
+            return -1;
+        }
+        int result = 0;
+        for (size_t i = 0; i < page.n && result == 0 && has_capacity(e); i++) {
+            const sp_due_item *item = &page.items[i];
+            if (item->kind != SP_DUE_OUTBOX || (only && !engine_same_key(only, &item->key)) ||
+                already_in_flight(e, item))
+                continue;
+            result = claim_one(e, item, stats, err);
+        }
+        if (page.next_cursor && result == 0)
+            cursor = strdup(page.next_cursor);
+        sp_due_page_free(&page);
+        if (result)
+            return -1;
+    } while (cursor);
+    return 0;
+}

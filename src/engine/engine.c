@@ -1,0 +1,251 @@
+/*
+ * engine.c - creating and freeing an engine, worker identity and request
+ * IDs, the tick, serve() and graceful shutdown (engine.md §1-3).
+ *
+ * Must never dispatch after shutdown began, and never free an engine while
+ * one of its attempt threads still runs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/random.h"
+#include "engine/internal.h"
+
+static atomic_ulong WORKER_COUNTER;
+
+sp_engine_config sp_engine_defaults(void)
+{
+    return (sp_engine_config){
+        .tenant = "default",
+        .lease_ms = 10000,
+        .heartbeat_ms = 3000,
+        .poll_ms = 200,
+        .shutdown_grace_ms = 10000,
+        .max_concurrent_activities = 4,
+        .turns_per_run = 32,
+        .limits = SP_KERNEL_DEFAULT_LIMITS,
+    };
+}
+
+void engine_sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        /* an interrupt ends the sleep early only through the flag checks */
+        break;
+    }
+}
+
+bool engine_interrupted(const sp_engine *e)
+{
+    return e->cfg.interrupt && *e->cfg.interrupt;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void engine_request_id(sp_engine *e, const char *op, const char *subject, char *out, size_t n)
+{
+    unsigned long c = atomic_fetch_add(&e->counter, 1) + 1;
+    snprintf(out, n, "%s/%s/%s/%lu", op, subject, e->nonce, c);
+}
+
+bool engine_same_key(const sp_run_key *a, const sp_run_key *b)
+{
+    return strcmp(a->tenant, b->tenant) == 0 && strcmp(a->run_id, b->run_id) == 0;
+}
+
+static int init_identity(sp_engine *e, sp_error *err)
+{
+    const sp_engine_config *c = &e->cfg;
+    const char *tenant = c->tenant ? c->tenant : "default";
+    if (strlen(tenant) > SP_STORE_ID_MAX)
+        return sp_fail(err, "usage", "tenant longer than %d bytes", SP_STORE_ID_MAX);
+    snprintf(e->tenant, sizeof e->tenant, "%s", tenant);
+    sp_random_hex(e->nonce, 16);
+    if (c->worker_id) {
+        if (strlen(c->worker_id) > SP_STORE_ID_MAX)
+            return sp_fail(err, "usage", "worker ID longer than %d bytes", SP_STORE_ID_MAX);
+        snprintf(e->worker_id, sizeof e->worker_id, "%s", c->worker_id);
+    } else {
+        snprintf(e->worker_id, sizeof e->worker_id, "worker-%x-%llx-%lu", (unsigned)getpid(),
+                 (unsigned long long)mono_ns(), atomic_fetch_add(&WORKER_COUNTER, 1) + 1);
+    }
+    if (c->base_dir)
+        snprintf(e->base_dir, sizeof e->base_dir, "%s", c->base_dir);
+    else if (!getcwd(e->base_dir, sizeof e->base_dir))
+        return sp_fail(err, "runtime", "cannot read the current directory");
+    return 0;
+}
+
+sp_engine *sp_engine_new(sp_store *store, const sp_engine_config *config, sp_error *err)
+{
+    sp_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        sp_oom(err);
+        return NULL;
+    }
+    e->store = store;
+    e->cfg = config ? *config : sp_engine_defaults();
+    e->lock_fd = -1;
+    sp_engine_config d = sp_engine_defaults();
+    if (!e->cfg.lease_ms) e->cfg.lease_ms = d.lease_ms;
+    if (!e->cfg.heartbeat_ms) e->cfg.heartbeat_ms = d.heartbeat_ms;
+    if (!e->cfg.poll_ms) e->cfg.poll_ms = d.poll_ms;
+    if (!e->cfg.max_concurrent_activities) e->cfg.max_concurrent_activities = d.max_concurrent_activities;
+    if (!e->cfg.turns_per_run) e->cfg.turns_per_run = d.turns_per_run;
+    if (!e->cfg.limits.microsteps) e->cfg.limits = d.limits;
+    atomic_init(&e->counter, 0);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->settled_cv, NULL);
+    pthread_mutex_init(&e->packages_mu, NULL);
+    if (init_identity(e, err) || engine_takeover_init(e, err)) {
+        sp_engine_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void sp_engine_free(sp_engine *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->shutting_down = true;
+    e->abandon = true;
+    for (inflight *a = e->inflight; a; a = a->next)
+        sp_stop_fire(&a->stop);
+    pthread_mutex_unlock(&e->mu);
+    engine_attempts_reap(e, true);
+    engine_takeover_close(e);
+    engine_packages_free(e);
+    pthread_mutex_destroy(&e->packages_mu);
+    pthread_cond_destroy(&e->settled_cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+bool sp_tick_idle(const sp_tick_stats *s)
+{
+    return !s->applied && !s->duplicate && !s->diverged && !s->quarantined && !s->expired &&
+           !s->claimed && !s->settled;
+}
+
+int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
+{
+    memset(stats, 0, sizeof *stats);
+    engine_attempts_reap(e, false);
+    pthread_mutex_lock(&e->mu);
+    stats->settled = e->settled;
+    e->settled = 0;
+    bool shutting_down = e->shutting_down;
+    pthread_mutex_unlock(&e->mu);
+    if (engine_sweep(e, stats, err) || engine_coordinate(e, stats, NULL, err))
+        return stats->store_unavailable ? 0 : -1;
+    if (!shutting_down && engine_dispatch(e, stats, NULL, err))
+        return stats->store_unavailable ? 0 : -1;
+    return 0;
+}
+
+/* Wait until an attempt settles, the timeout passes, or an interrupt. */
+static void wait_settled(sp_engine *e, uint64_t timeout_ms)
+{
+    uint64_t step = timeout_ms < 50 ? timeout_ms : 50;
+    uint64_t waited = 0;
+    while (waited < timeout_ms && !engine_interrupted(e)) {
+        pthread_mutex_lock(&e->mu);
+        bool settled = e->settled > 0;
+        if (!settled) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t ns = (uint64_t)ts.tv_nsec + step * 1000000u;
+            ts.tv_sec += (time_t)(ns / 1000000000u);
+            ts.tv_nsec = (long)(ns % 1000000000u);
+            pthread_cond_timedwait(&e->settled_cv, &e->mu, &ts);
+            settled = e->settled > 0;
+        }
+        pthread_mutex_unlock(&e->mu);
+        if (settled)
+            return;
+        waited += step;
+    }
+}
+
+void engine_wait(sp_engine *e, uint64_t timeout_ms) { wait_settled(e, timeout_ms); }
+
+static uint32_t in_flight(sp_engine *e)
+{
+    engine_attempts_reap(e, false);
+    pthread_mutex_lock(&e->mu);
+    uint32_t n = e->ninflight;
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+/* Wait up to `ms` for in-flight attempts to end, finishing what returns. */
+static void drain(sp_engine *e, uint64_t ms)
+{
+    uint64_t start = mono_ns();
+    while (in_flight(e) > 0 && (mono_ns() - start) / 1000000u < ms) {
+        engine_sleep_ms(20);
+    }
+}
+
+void sp_engine_shutdown(sp_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool already = e->shutting_down;
+    e->shutting_down = true;
+    pthread_mutex_unlock(&e->mu);
+    if (already)
+        return;
+    drain(e, e->cfg.shutdown_grace_ms);
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a; a = a->next)
+        sp_stop_fire(&a->stop);
+    pthread_mutex_unlock(&e->mu);
+    drain(e, e->cfg.shutdown_grace_ms);
+    pthread_mutex_lock(&e->mu);
+    e->abandon = true; /* still running: left to lease expiry */
+    pthread_mutex_unlock(&e->mu);
+}
+
+int sp_engine_serve(sp_engine *e, sp_error *err)
+{
+    while (!engine_interrupted(e)) {
+        sp_tick_stats stats;
+        if (sp_engine_tick(e, &stats, err))
+            return -1;
+        if (sp_tick_idle(&stats))
+            wait_settled(e, e->cfg.poll_ms);
+    }
+    sp_engine_shutdown(e);
+    sp_tick_stats stats;
+    sp_error ignored = {0};
+    engine_coordinate(e, &stats, NULL, &ignored); /* leave statuses current */
+    sp_error_clear(&ignored);
+    return 0;
+}
+
+int sp_engine_key(const sp_engine *e, const char *run_id, sp_run_key *key, sp_error *err)
+{
+    if (!run_id || strlen(run_id) == 0 || strlen(run_id) > SP_STORE_ID_MAX)
+        return sp_fail(err, "usage", "a run ID is 1 to %d bytes", SP_STORE_ID_MAX);
+    memset(key, 0, sizeof *key);
+    snprintf(key->tenant, sizeof key->tenant, "%s", e->tenant);
+    snprintf(key->run_id, sizeof key->run_id, "%s", run_id);
+    return 0;
+}
+
+sp_store *sp_engine_store(sp_engine *e) { return e->store; }
+
+const char *sp_engine_worker_id(const sp_engine *e) { return e->worker_id; }
+

@@ -1,0 +1,138 @@
+/*
+ * engine.h - the worker (engine.md): it commits the kernel's decisions
+ * through the store and executes activities through the runners.
+ *
+ * What it is for: `tick()` is one bounded pass (sweep expired leases,
+ * coordinate pending events, dispatch due invocations) that never waits for
+ * an activity; `serve()` repeats it until shutdown; `run_until_parked()`
+ * drives one run until it is terminal, parked or quarantined. Attempts run
+ * in their own threads with heartbeats on their own timer.
+ *
+ * What it must never do: decide a branch, a retry or a route (the kernel
+ * does), act on a decision that is not committed (I7: only work read back
+ * through scan_due is dispatched), look at an action's effect, or finish an
+ * attempt whose lease it lost (that becomes late evidence).
+ */
+#ifndef SPORE_ENGINE_ENGINE_H
+#define SPORE_ENGINE_ENGINE_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "kernel/kernel.h"
+#include "store/store.h"
+
+struct sp_native_registry;
+
+typedef struct sp_engine_config {
+    const char *tenant;    /* default "default" */
+    const char *worker_id; /* default worker-<pid hex>-<nanos hex>-<counter> */
+    uint64_t lease_ms;     /* 10000 */
+    uint64_t heartbeat_ms; /* 3000 */
+    uint64_t poll_ms;      /* 200 */
+    uint64_t shutdown_grace_ms;         /* 10000 */
+    uint32_t max_concurrent_activities; /* 4 */
+    uint32_t turns_per_run;             /* 32 */
+    sp_kernel_limits limits;            /* frozen default budget */
+    const char *base_dir;               /* default: current directory */
+    const struct sp_native_registry *natives;
+    /* Fast takeover on one host (engine.md §11): the directory holding the
+     * worker lock files; NULL disables it (e.g. no SQLite file). */
+    const char *lock_dir;
+    /* Test hook: produce run IDs instead of 128 OS-random bits. */
+    void (*run_id_source)(void *ctx, char out[SP_ID_LEN + 1]);
+    void *run_id_ctx;
+    /* Set to non-zero (e.g. from a signal handler) to begin a graceful
+     * shutdown; the engine polls it. May be NULL. */
+    volatile sig_atomic_t *interrupt;
+} sp_engine_config;
+
+/* Defaults of engine.md §1 (a struct literal callers can adjust). */
+sp_engine_config sp_engine_defaults(void);
+
+typedef struct sp_engine sp_engine;
+
+sp_engine *sp_engine_new(sp_store *store, const sp_engine_config *config, sp_error *err);
+/* Waits for attempt threads (after a shutdown their runners were stopped). */
+void sp_engine_free(sp_engine *e);
+
+typedef struct sp_tick_stats {
+    uint32_t applied, duplicate, diverged, quarantined; /* coordinate */
+    uint32_t expired;                                   /* sweep */
+    uint32_t claimed;                                   /* dispatch */
+    uint32_t settled; /* attempts that ended since the last tick */
+    bool store_unavailable;
+} sp_tick_stats;
+
+/* One bounded pass. Store `unavailable` counts as idle (stats flag set).
+ * Returns -1 only for errors that are not the store's transient kind. */
+int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err);
+
+/* True when the last tick did nothing and no attempt settled since. */
+bool sp_tick_idle(const sp_tick_stats *s);
+
+/* Repeat tick() until the interrupt flag is set, then shut down
+ * gracefully. Returns 0 (interrupted after a graceful shutdown). */
+int sp_engine_serve(sp_engine *e, sp_error *err);
+
+typedef enum sp_park {
+    SP_PARK_COMPLETED,
+    SP_PARK_FAILED,
+    SP_PARK_WAITING,      /* waiting for a signal, nothing pending */
+    SP_PARK_INTERVENTION, /* needs-intervention, nothing pending */
+    SP_PARK_QUARANTINED,
+    SP_PARK_ASYNC,       /* waiting for an async or external step */
+    SP_PARK_INTERRUPTED, /* shutdown began before the run parked */
+} sp_park;
+
+/* Optional progress callback, called between ticks. */
+typedef void (*sp_progress_fn)(void *ctx, const sp_run_view *run, uint64_t elapsed_ms);
+
+/* Tick until the run is terminal, waiting / needs-intervention with no
+ * pending event, or quarantined, and nothing of it is in flight here. After
+ * an interrupt: graceful shutdown, one more coordination, SP_PARK_INTERRUPTED. */
+int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *park,
+                               sp_progress_fn progress, void *progress_ctx, sp_error *err);
+
+/* Stop claiming, wait up to the grace period for in-flight attempts, fire
+ * every remaining attempt's stop signal, wait up to the grace period again;
+ * attempts still running are abandoned to lease expiry. */
+void sp_engine_shutdown(sp_engine *e);
+
+/* ---- client operations (engine.md §2) ---- */
+
+typedef struct sp_start_result {
+    sp_run_key key;
+    char start_key[SP_STORE_ID_MAX + 1];
+    bool created; /* false: the key named an existing run */
+} sp_start_result;
+
+/* Validate (runner checks + dry start with the real run ID and input), then
+ * create the run. `start_key` NULL -> key_<16 hex>. `input` NULL -> {}. */
+int sp_engine_start(sp_engine *e, const json_t *workflow, const json_t *input,
+                    const char *start_key, sp_start_result *out, sp_error *err);
+
+int sp_engine_signal(sp_engine *e, const sp_run_key *key, const char *message_id,
+                     const char *name, const char *outcome, const json_t *data,
+                     sp_disposition *disposition, sp_error *err);
+
+typedef enum sp_resolution { SP_RESOLVE_COMPLETE, SP_RESOLVE_RETRY, SP_RESOLVE_FAIL } sp_resolution;
+
+int sp_engine_resolve(sp_engine *e, const sp_run_key *key, const char *request_id,
+                      const char *invocation_id, sp_resolution resolution, const char *outcome,
+                      const json_t *output, const char *message, sp_disposition *disposition,
+                      sp_error *err);
+
+int sp_engine_release(sp_engine *e, const sp_run_key *key, sp_disposition *disposition,
+                      sp_error *err);
+
+/* The run key for a run ID under the engine's tenant. */
+int sp_engine_key(const sp_engine *e, const char *run_id, sp_run_key *key, sp_error *err);
+
+sp_store *sp_engine_store(sp_engine *e);
+const char *sp_engine_worker_id(const sp_engine *e);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * internal.h - the engine's own state, shared by its modules (engine.c,
+ * coordinate.c, sweep.c, dispatch.c, attempt.c, client.c, park.c,
+ * packages.c, takeover.c). Not part of the engine's interface.
+ */
+#ifndef SPORE_ENGINE_INTERNAL_H
+#define SPORE_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine/engine.h"
+#include "kernel/workflow.h"
+#include "runners/runner.h"
+
+#define ENGINE_PAGE 256
+#define PACKAGE_CACHE_SIZE 16
+#define STORE_RETRIES 100
+
+/* One attempt in flight in this engine. */
+typedef struct inflight {
+    struct inflight *next;
+    struct sp_engine *engine;
+    sp_claim claim;   /* owned */
+    json_t *action;   /* owned copy of the action object */
+    char kind[32];
+    pthread_t thread;
+    sp_stop_signal stop;
+    bool done;      /* the attempt thread has finished (under engine->mu) */
+    bool lost;      /* a heartbeat was answered stale */
+    bool runner_done;
+    pthread_mutex_t mu; /* guards runner_done, with cv */
+    pthread_cond_t cv;
+} inflight;
+
+typedef struct package_entry {
+    char digest[SP_DIGEST_TEXT_LEN + 1];
+    sp_workflow *wf; /* owned */
+    uint64_t used;   /* LRU stamp */
+} package_entry;
+
+/* Workflows evicted from the cache stay alive until the engine is freed:
+ * attempt threads may still hold pointers into them. */
+typedef struct package_overflow {
+    struct package_overflow *next;
+    sp_workflow *wf;
+} package_overflow;
+
+struct sp_engine {
+    sp_store *store;
+    sp_engine_config cfg;
+    char tenant[SP_STORE_ID_MAX + 1];
+    char worker_id[SP_STORE_ID_MAX + 1];
+    char nonce[33];
+    char base_dir[4096];
+    atomic_ulong counter;
+
+    pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t settled_cv;
+    inflight *inflight;
+    uint32_t ninflight;
+    uint32_t settled; /* attempts that ended since the last tick */
+    bool shutting_down;
+    bool abandon; /* attempts still running after shutdown report nothing */
+
+    pthread_mutex_t packages_mu;
+    package_entry packages[PACKAGE_CACHE_SIZE];
+    uint64_t package_clock;
+    package_overflow *evicted;
+
+    sp_owner_host host; /* this process, recorded with each claim */
+    int lock_fd;        /* flock held on <lock_dir>/<worker id>.lock, -1 if none */
+};
+
+/* engine.c */
+void engine_request_id(sp_engine *e, const char *op, const char *subject, char *out, size_t n);
+void engine_sleep_ms(uint64_t ms);
+bool engine_interrupted(const sp_engine *e);
+/* Retry a mutation while the store answers a transient kind (engine.md §1). */
+#define ENGINE_RETRY(rc, err, call)                                                      \
+    do {                                                                                 \
+        for (int try_ = 1;; try_++) {                                                    \
+            (rc) = (call);                                                               \
+            if (!sp_store_rc_transient(rc) || try_ >= STORE_RETRIES)                     \
+                break;                                                                   \
+            sp_error_clear(err);                                                         \
+            engine_sleep_ms(10u * (unsigned)(try_ < 20 ? try_ : 20));                   \
+        }                                                                                \
+    } while (0)
+
+/* packages.c: the workflow of a package digest, loaded once (NULL +
+ * package.missing / kernel failure code on error). The pointer stays valid
+ * until sp_engine_free. */
+const sp_workflow *engine_workflow(sp_engine *e, const char *digest, sp_error *err);
+void engine_packages_free(sp_engine *e);
+
+/* coordinate.c, sweep.c, dispatch.c */
+int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);
+int engine_sweep(sp_engine *e, sp_tick_stats *stats, sp_error *err);
+int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);
+
+/* attempt.c */
+int engine_attempt_start(sp_engine *e, sp_claim *claim, sp_error *err);
+void engine_attempts_reap(sp_engine *e, bool wait_all);
+bool engine_run_in_flight(sp_engine *e, const sp_run_key *key);
+
+/* result.c: the activity.result body for a runner's output (<= 64 KiB). */
+char *engine_result_body(const sp_claim *claim, const sp_activity_output *out, size_t *len,
+                         sp_error *err);
+
+/* takeover.c (engine.md §11) */
+int engine_takeover_init(sp_engine *e, sp_error *err);
+void engine_takeover_close(sp_engine *e);
+bool engine_owner_dead(sp_engine *e, const sp_due_item *item);
+
+bool engine_same_key(const sp_run_key *a, const sp_run_key *b);
+
+/* engine.c helpers used by several modules */
+void engine_wait(sp_engine *e, uint64_t timeout_ms);
+
+#endif

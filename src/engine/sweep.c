@@ -1,0 +1,106 @@
+/*
+ * sweep.c - step 1 of a tick (engine.md §3, §6, §11): expire every attempt
+ * whose lease (or hard deadline) has run out, and - on one host - every
+ * attempt whose owner is dead for certain. Expiry appends the canonical
+ * `expired` result; the kernel then decides (retry or needs-intervention).
+ *
+ * Must never expire on a guess: lease and deadline are judged by the store's
+ * clock under its lock, owner death only through a free lock file on this
+ * host. Losing the race to another sweeper or to the owner's finish is fine.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+
+static int expire(sp_engine *e, const sp_due_item *item, sp_expire_reason reason,
+                  sp_tick_stats *stats, sp_error *err)
+{
+    char request_id[SP_STORE_REQUEST_ID_MAX];
+    snprintf(request_id, sizeof request_id, "expire/%s", item->attempt.attempt_id);
+    sp_expire_req req = {item->attempt, request_id, reason};
+    sp_finish_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_expire_attempt(e->store, &req, &res, err));
+    if (rc == SP_STORE_OK) {
+        if (res.disposition == SP_APPLIED)
+            stats->expired++;
+        return 0;
+    }
+    if (!sp_store_rc_transient(rc)) { /* lease.lost, lease.not-due, digest mismatch: lost a race */
+        sp_error_clear(err);
+        return 0;
+    }
+    stats->store_unavailable = true;
+    return -1;
+}
+
+static int sweep_due(sp_engine *e, sp_tick_stats *stats, sp_error *err)
+{
+    char *cursor = NULL;
+    bool more = true;
+    while (more) {
+        sp_due_page page;
+        sp_store_rc rc = sp_store_scan_due(e->store, cursor, ENGINE_PAGE, &page, err);
+        free(cursor);
+        cursor = NULL;
+        if (rc != SP_STORE_OK) {
+            stats->store_unavailable = sp_store_rc_transient(rc);
+            return -1;
+        }
+        int result = 0;
+        for (size_t i = 0; i < page.n && result == 0; i++) {
+            const sp_due_item *item = &page.items[i];
+            if (item->kind == SP_DUE_OUTBOX) {
+                more = false; /* leases and deadlines come first */
+                break;
+            }
+            result = expire(e, item,
+                            item->kind == SP_DUE_DEADLINE ? SP_EXPIRE_DEADLINE : SP_EXPIRE_LEASE,
+                            stats, err);
+        }
+        if (more && page.next_cursor && result == 0)
+            cursor = strdup(page.next_cursor);
+        more = more && cursor;
+        sp_due_page_free(&page);
+        if (result)
+            return -1;
+    }
+    return 0;
+}
+
+/* Running attempts owned by dead workers on this host (engine.md §11). */
+static int sweep_dead_owners(sp_engine *e, sp_tick_stats *stats, sp_error *err)
+{
+    if (e->lock_fd < 0)
+        return 0;
+    char *cursor = NULL;
+    do {
+        sp_due_page page;
+        sp_store_rc rc = sp_store_scan_running(e->store, e->host.host_id, cursor, ENGINE_PAGE,
+                                               &page, err);
+        free(cursor);
+        cursor = NULL;
+        if (rc != SP_STORE_OK) {
+            stats->store_unavailable = sp_store_rc_transient(rc);
+            return -1;
+        }
+        int result = 0;
+        for (size_t i = 0; i < page.n && result == 0; i++)
+            if (engine_owner_dead(e, &page.items[i]))
+                result = expire(e, &page.items[i], SP_EXPIRE_OWNER_DEAD, stats, err);
+        if (page.next_cursor && result == 0)
+            cursor = strdup(page.next_cursor);
+        sp_due_page_free(&page);
+        if (result)
+            return -1;
+    } while (cursor);
+    return 0;
+}
+
+int engine_sweep(sp_engine *e, sp_tick_stats *stats, sp_error *err)
+{
+    if (sweep_due(e, stats, err))
+        return -1;
+    return sweep_dead_owners(e, stats, err);
+}
