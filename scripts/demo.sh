@@ -1,23 +1,61 @@
 #!/usr/bin/env bash
-# demo.sh - what `make demo` runs: validate every example workflow and replay
-# the golden kernel traces with the freshly built binary.
+# demo.sh - what `make demo` runs after building: real workflows end to end on
+# the embedded SQLite default, including a signal delivered by this script.
+#
+#   1. validate every example;
+#   2. run examples/hello.json (two command steps, JSON mapped between them);
+#   3. run examples/review-loop.json: check -> rework -> check, then it parks
+#      at the approval wait (exit 3); this script signals `approved` and runs
+#      it again to completion;
+#   4. show the run's events and where to look next.
 set -euo pipefail
-spore=${1:-build/spore}
+spore=$(realpath "${1:-build/spore}")
 cd "$(dirname "$0")/.."
 
-echo "== spore validate examples/*.json"
+demo_dir=$(mktemp -d "${TMPDIR:-/tmp}/spore-demo.XXXXXX")
+export SPORE_DB="$demo_dir/spore.db"
+export SPORE_EXAMPLES_STATE="$demo_dir"
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "spore validate examples/*.json"
 for wf in examples/*.json; do
   "$spore" validate "$wf"
 done
 
-echo
-echo "== spore trace ../shared/conformance/traces/*.json"
-"$spore" trace ../shared/conformance/traces/*.json | tail -n 1
+step "spore run examples/hello.json --input '{\"name\":\"spore\"}'"
+"$spore" run examples/hello.json --input '{"name":"spore"}'
+
+step "spore run examples/review-loop.json --key review-1   (parks at the approval wait)"
+set +e
+"$spore" run examples/review-loop.json --key review-1
+code=$?
+set -e
+if [ "$code" -ne 3 ]; then
+  echo "demo: expected exit 3 (waiting for a signal), got $code" >&2
+  exit 1
+fi
+run_id=$("$spore" start examples/review-loop.json --key review-1 --json | jq -r .runId)
+
+step "spore signal $run_id approval --outcome approved --data '{\"by\":\"demo\"}'"
+"$spore" signal "$run_id" approval --outcome approved --data '{"by":"demo"}'
+
+step "spore run examples/review-loop.json --key review-1   (resumes and completes)"
+"$spore" run examples/review-loop.json --key review-1
+
+step "spore events $run_id"
+"$spore" events "$run_id"
+
+step "spore trace ../shared/conformance/traces/*.json"
+if compgen -G "../shared/conformance/traces/*.json" >/dev/null; then
+  "$spore" trace ../shared/conformance/traces/*.json | tail -n 1
+fi
 
 cat <<MSG
 
-Next:
-  $spore validate --help        what validation checks
-  $spore trace --json <trace>   per-step detail of a golden trace
-  docs/                         how workflows, the kernel and canonical JSON work
+The demo database is $SPORE_DB. Next:
+  $spore list --db $SPORE_DB
+  $spore status $run_id --db $SPORE_DB --json
+  $spore run examples/unsafe-deploy.json --input '{"pauseSeconds":5}'   # kill -9 it mid-step, run it again: exit 4
+  examples/README.md     what each example shows
+  docs/                  workflows, the CLI, durability and the kernel
 MSG
