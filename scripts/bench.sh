@@ -6,6 +6,8 @@
 #
 # usage: scripts/bench.sh [build-dir]      (default: build)
 # env:   SPORE_BENCH_SECONDS  seconds per measurement (default 2)
+#        SPORE_BENCH_STEPS    steps per kind for bench_steps (default 200; its
+#                             SQLite files go to $TMPDIR, else /tmp)
 set -euo pipefail
 
 build=${1:-build}
@@ -25,6 +27,7 @@ for bin in "$build"/bench/bench_*; do
   name=$(basename "$bin")
   case "$name" in
     bench_kernel) args=(--seconds "$seconds" "$traces") ;;
+    bench_steps) args=(--steps "${SPORE_BENCH_STEPS:-200}") ;;
     *) args=() ;;
   esac
   echo "== $name ${args[*]}"

@@ -15,8 +15,9 @@
 #include "store/store.h"
 
 /* {runId, startKey, status, revision, position, invocation, result, nodes,
- *  quarantine} from a run view (snapshot members are null before the first
- *  commit). */
+ *  quarantine, packageDigest} from a run view (snapshot members are null
+ *  before the first commit); built by sp_status_json (src/api/status.c), the
+ *  same object spore_status() of the C API returns. */
 json_t *view_status_json(const sp_run_view *v);
 
 /* The text status of cli.md §2. */

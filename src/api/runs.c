@@ -1,0 +1,231 @@
+/*
+ * runs.c - the run operations of the public API: start, run until parked,
+ * status, signal, resolve, release. Each parses the JSON text it is given,
+ * calls the engine's client operation (engine.md §2-3) and converts the
+ * result and errors to public values.
+ *
+ * Must never decide anything the engine decides (validation, request IDs,
+ * parking), and never return a run's status from anywhere but the store.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+#include "api/status.h"
+#include "base/random.h"
+#include "json/json.h"
+
+/* Parse JSON text given to the API; the code is the parser's (canonical.*),
+ * the message names the argument. NULL text -> NULL value, no error. */
+static int parse_arg(const char *what, const char *text, json_t **out, sp_error *err)
+{
+    *out = NULL;
+    if (!text)
+        return 0;
+    *out = sp_json_parse(text, strlen(text), err);
+    if (*out)
+        return 0;
+    char code[SP_CODE_MAX], message[SP_MESSAGE_MAX];
+    snprintf(code, sizeof code, "%s", err->code);
+    snprintf(message, sizeof message, "%s", err->message);
+    return sp_fail(err, code, "%s: %s", what, message);
+}
+
+static int need_text(const char *what, const char *s, spore_error *err)
+{
+    return s ? 0 : api_fail(err, "usage", "%s is required (NULL given)", what);
+}
+
+/* A fresh <prefix><16 hex> ID, like the `spore` command's defaults. */
+static void fresh_id(const char *prefix, char *out, size_t n)
+{
+    char hex[17];
+    sp_random_hex(hex, 8);
+    snprintf(out, n, "%s%s", prefix, hex);
+}
+
+static int key_of(spore_db *db, const char *run_id, sp_run_key *key, spore_error *err)
+{
+    sp_error e = {0};
+    if (api_need_db(db, err) || need_text("a run ID", run_id, err))
+        return -1;
+    if (sp_engine_key(db->engine, run_id, key, &e))
+        return api_error(err, &e);
+    return 0;
+}
+
+static char *copy_string(const char *s, sp_error *e)
+{
+    char *c = strdup(s);
+    if (!c)
+        sp_oom(e);
+    return c;
+}
+
+int spore_start(spore_db *db, const char *workflow_json, const char *input_json,
+                const char *start_key, char **run_id, bool *created, spore_error *err)
+{
+    if (run_id)
+        *run_id = NULL;
+    if (api_need_db(db, err) || need_text("a workflow", workflow_json, err))
+        return -1;
+    sp_error e = {0};
+    json_t *workflow = NULL, *input = NULL;
+    sp_start_result res;
+    char *id = NULL;
+    int rc = -1;
+    if (parse_arg("the workflow", workflow_json, &workflow, &e) ||
+        parse_arg("the input", input_json, &input, &e) ||
+        sp_engine_start(db->engine, workflow, input, start_key, &res, &e))
+        goto done;
+    if (run_id && !(id = copy_string(res.key.run_id, &e)))
+        goto done;
+    if (run_id)
+        *run_id = id;
+    if (created)
+        *created = res.created;
+    rc = 0;
+done:
+    json_decref(workflow);
+    json_decref(input);
+    return rc ? api_error(err, &e) : 0;
+}
+
+static spore_park public_park(sp_park park)
+{
+    switch (park) {
+    case SP_PARK_COMPLETED: return SPORE_PARK_COMPLETED;
+    case SP_PARK_FAILED: return SPORE_PARK_FAILED;
+    case SP_PARK_WAITING: return SPORE_PARK_WAITING;
+    case SP_PARK_INTERVENTION: return SPORE_PARK_INTERVENTION;
+    case SP_PARK_QUARANTINED: return SPORE_PARK_QUARANTINED;
+    case SP_PARK_ASYNC: return SPORE_PARK_ASYNC;
+    case SP_PARK_INTERRUPTED: return SPORE_PARK_INTERRUPTED;
+    }
+    return SPORE_PARK_INTERRUPTED; /* unreachable: every engine value is mapped */
+}
+
+int spore_run_until_parked(spore_db *db, const char *run_id, spore_park *park,
+                           spore_error *err)
+{
+    sp_run_key key;
+    if (key_of(db, run_id, &key, err))
+        return -1;
+    sp_error e = {0};
+    sp_park p;
+    if (sp_engine_run_until_parked(db->engine, &key, &p, NULL, NULL, &e))
+        return api_error(err, &e);
+    if (park)
+        *park = public_park(p);
+    return 0;
+}
+
+int spore_status(spore_db *db, const char *run_id, char **status_json, spore_error *err)
+{
+    if (status_json)
+        *status_json = NULL;
+    sp_run_key key;
+    if (key_of(db, run_id, &key, err))
+        return -1;
+    if (!status_json)
+        return api_fail(err, "usage", "spore_status needs somewhere to put the status");
+    sp_error e = {0};
+    sp_run_view view;
+    bool found = false;
+    if (sp_store_get_run(db->store, &key, &view, &found, &e) != SP_STORE_OK)
+        return api_error(err, &e);
+    if (!found) {
+        sp_fail(&e, "run.not-found", "no run %s in %s", run_id, sp_store_location(db->store));
+        return api_error(err, &e);
+    }
+    json_t *status = sp_status_json(&view);
+    sp_run_view_free(&view);
+    char *text = status ? sp_json_encode_alloc(status, NULL, &e) : NULL;
+    if (!status)
+        sp_oom(&e);
+    json_decref(status);
+    if (!text)
+        return api_error(err, &e);
+    *status_json = text;
+    return 0;
+}
+
+static void set_duplicate(bool *duplicate, sp_disposition d)
+{
+    if (duplicate)
+        *duplicate = d == SP_DUPLICATE;
+}
+
+int spore_signal(spore_db *db, const char *run_id, const char *name, const char *outcome,
+                 const char *data_json, const char *message_id, bool *duplicate,
+                 spore_error *err)
+{
+    sp_run_key key;
+    if (key_of(db, run_id, &key, err) || need_text("a signal name", name, err))
+        return -1;
+    sp_error e = {0};
+    char fresh[32];
+    if (!message_id) {
+        fresh_id("msg_", fresh, sizeof fresh);
+        message_id = fresh;
+    }
+    json_t *data = NULL;
+    sp_disposition d;
+    int rc = parse_arg("the signal data", data_json, &data, &e) ||
+             sp_engine_signal(db->engine, &key, message_id, name, outcome, data, &d, &e);
+    json_decref(data);
+    if (rc)
+        return api_error(err, &e);
+    set_duplicate(duplicate, d);
+    return 0;
+}
+
+int spore_resolve(spore_db *db, const char *run_id, const char *invocation_id,
+                  spore_resolution resolution, const char *outcome, const char *output_json,
+                  const char *message, const char *request_id, bool *duplicate,
+                  spore_error *err)
+{
+    sp_run_key key;
+    if (key_of(db, run_id, &key, err) || need_text("an invocation ID", invocation_id, err))
+        return -1;
+    sp_resolution r;
+    switch (resolution) {
+    case SPORE_RESOLVE_COMPLETE: r = SP_RESOLVE_COMPLETE; break;
+    case SPORE_RESOLVE_RETRY: r = SP_RESOLVE_RETRY; break;
+    case SPORE_RESOLVE_FAIL: r = SP_RESOLVE_FAIL; break;
+    default: return api_fail(err, "usage", "unknown resolution %d", (int)resolution);
+    }
+    if (r == SP_RESOLVE_COMPLETE && need_text("an outcome (to complete)", outcome, err))
+        return -1;
+    sp_error e = {0};
+    char fresh[32];
+    if (!request_id) {
+        fresh_id("req_", fresh, sizeof fresh);
+        request_id = fresh;
+    }
+    json_t *output = NULL;
+    sp_disposition d;
+    int rc = parse_arg("the output", output_json, &output, &e) ||
+             sp_engine_resolve(db->engine, &key, request_id, invocation_id, r, outcome, output,
+                               message, &d, &e);
+    json_decref(output);
+    if (rc)
+        return api_error(err, &e);
+    set_duplicate(duplicate, d);
+    return 0;
+}
+
+int spore_release(spore_db *db, const char *run_id, bool *duplicate, spore_error *err)
+{
+    sp_run_key key;
+    if (key_of(db, run_id, &key, err))
+        return -1;
+    sp_error e = {0};
+    sp_disposition d;
+    if (sp_engine_release(db->engine, &key, &d, &e))
+        return api_error(err, &e);
+    set_duplicate(duplicate, d);
+    return 0;
+}
