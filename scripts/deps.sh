@@ -14,6 +14,7 @@ PACKAGES=(
   clang libclang-rt-14-dev              # sanitizer build and libFuzzer targets
   procps psmisc util-linux              # ps, pkill, setsid used by the tests
   jq                                    # JSON in the example workflows' shell steps
+  sqlite3                               # the CLI tests read the database (audit, receipts)
 )
 
 missing=()
