@@ -35,6 +35,8 @@ static const char *const NAMES[] = {
     "store.finish-attempt.after-commit",
     "store.expire-attempt.before-commit",
     "store.expire-attempt.after-commit",
+    "store.hold-attempt.before-commit",
+    "store.hold-attempt.after-commit",
     "host.component.after-spawn",
     "host.component.after-start",
     "host.agent.after-exec",

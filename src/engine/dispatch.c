@@ -52,8 +52,12 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
 {
     char request_id[SP_STORE_REQUEST_ID_MAX];
     engine_request_id(e, "claim", item->id, request_id, sizeof request_id);
-    sp_claim_req req = {item->key, request_id, item->id, e->worker_id, e->cfg.lease_ms,
-                        NULL,      0,          e->host};
+    sp_claim_req req = {.key = item->key,
+                        .request_id = request_id,
+                        .invocation_id = item->id,
+                        .worker = e->worker_id,
+                        .lease_duration_ms = e->cfg.lease_ms,
+                        .host = e->host};
     sp_claim claim;
     sp_store_rc rc;
     ENGINE_RETRY(rc, err, sp_store_claim_attempt(e->store, &req, &claim, err));

@@ -15,7 +15,9 @@
  * owner, fence) match and now < leaseUntilMs - else stale/lease.lost. A
  * heartbeat sets leaseUntilMs = now + extendMs capped at the deadline. A hold
  * records the holder handle, sets the deadline (a 0 deadline keeps the
- * current one) and moves leaseUntilMs to min(requested, deadline).
+ * current one) and moves leaseUntilMs to min(requested, deadline). Claims
+ * and holds may give the deadline (and a hold its lease) relative to the
+ * store's "now" instead, so no client clock is involved.
  *
  * What it must never do: extend a lease that already ran out (no
  * resurrection), hand out a fence twice, or let a replayed heartbeat extend
@@ -154,8 +156,9 @@ static void claim_of(const lg_mut *m, const sp_claim_req *req, const sp_db_rows 
     snprintf(c->attempt.attempt_id, sizeof c->attempt.attempt_id, "%s.%u", req->invocation_id,
              c->attempt_number);
     c->attempt.fence = lg_run_u64(m, RUN_FENCE) + 1;
-    c->deadline_ms = req->deadline_ms;
-    c->lease_until_ms = capped(lg_sat_add(m->now, req->lease_duration_ms), req->deadline_ms);
+    c->deadline_ms =
+        req->deadline_in_ms ? lg_sat_add(m->now, req->deadline_in_ms) : req->deadline_ms;
+    c->lease_until_ms = capped(lg_sat_add(m->now, req->lease_duration_ms), c->deadline_ms);
     c->node_id = (char *)lg_text(inv, 0, IV_NODE);
     c->action_id = (char *)lg_text(inv, 0, IV_ACTION);
     c->effect_key = (char *)lg_text(inv, 0, IV_EFFECT);
@@ -202,6 +205,8 @@ static sp_store_rc claim_validate(const sp_claim_req *req, sp_error *err)
     if (!rc)
         rc = lg_check_u63("deadline", req->deadline_ms, err);
     if (!rc)
+        rc = lg_check_u63("relative deadline", req->deadline_in_ms, err);
+    if (!rc)
         rc = lg_check_u63("owner start time", req->host.pid_started, err);
     if (!rc && req->holder)
         rc = lg_check_holder(req->holder, err);
@@ -217,10 +222,11 @@ sp_store_rc sp_store_claim_attempt(sp_store *s, const sp_claim_req *req, sp_clai
     sp_store_rc rc = claim_validate(req, err);
     json_t *body = NULL;
     if (!rc)
-        rc = lg_pack(&body, err, "[s s s s o s? o s I o]", req->key.tenant, req->key.run_id,
+        rc = lg_pack(&body, err, "[s s s s o s? o s I o o]", req->key.tenant, req->key.run_id,
                      req->invocation_id, req->worker, lg_u63_json(req->lease_duration_ms),
                      req->holder, lg_u63_json(req->deadline_ms), req->host.host_id,
-                     (json_int_t)req->host.pid, lg_u63_json(req->host.pid_started));
+                     (json_int_t)req->host.pid, lg_u63_json(req->host.pid_started),
+                     lg_u63_json(req->deadline_in_ms));
     if (rc)
         return rc;
     return lg_mutate(s, &CLAIM_ATTEMPT, &req->key, req->request_id, body, req, res,
@@ -280,9 +286,11 @@ static sp_store_rc hold_apply(lg_mut *m, const void *r, sp_error *err)
     const sp_hold_req *req = r;
     sp_db_rows rows;
     sp_store_rc rc = lg_check_lease(m, &req->attempt, &rows, err);
-    uint64_t deadline =
-        req->deadline_ms ? req->deadline_ms : (rc ? 0 : lg_u64(&rows, 0, AT_DEADLINE));
-    uint64_t lease = capped(req->lease_until_ms, deadline);
+    uint64_t deadline = req->deadline_in_ms ? lg_sat_add(m->now, req->deadline_in_ms)
+                        : req->deadline_ms  ? req->deadline_ms
+                                            : (rc ? 0 : lg_u64(&rows, 0, AT_DEADLINE));
+    uint64_t requested = req->lease_in_ms ? lg_sat_add(m->now, req->lease_in_ms) : req->lease_until_ms;
+    uint64_t lease = capped(requested, deadline);
     sp_db_rows_free(&rows);
     if (rc == SP_STORE_OK)
         rc = LG_W1(m->s, err,
@@ -293,7 +301,7 @@ static sp_store_rc hold_apply(lg_mut *m, const void *r, sp_error *err)
     return rc ? rc : set_lease(m, &req->attempt, lease, err);
 }
 
-static const lg_op HOLD_ATTEMPT = {"hold_attempt", NULL, hold_apply, lg_lease_decode};
+static const lg_op HOLD_ATTEMPT = {"hold_attempt", "hold-attempt", hold_apply, lg_lease_decode};
 
 sp_store_rc sp_store_hold_attempt(sp_store *s, const sp_hold_req *req, sp_heartbeat_res *res,
                                   sp_error *err)
@@ -307,12 +315,17 @@ sp_store_rc sp_store_hold_attempt(sp_store *s, const sp_hold_req *req, sp_heartb
     if (!rc)
         rc = lg_check_u63("deadline", req->deadline_ms, err);
     if (!rc)
+        rc = lg_check_u63("relative lease", req->lease_in_ms, err);
+    if (!rc)
+        rc = lg_check_u63("relative deadline", req->deadline_in_ms, err);
+    if (!rc)
         rc =
             req->holder ? lg_check_holder(req->holder, err) : lg_invalid(err, "holder is required");
     json_t *body = NULL;
     if (!rc)
-        rc = lg_pack(&body, err, "[" LG_REF_FMT " s o o]", LG_REF_ARGS(&req->attempt), req->holder,
-                     lg_u63_json(req->lease_until_ms), lg_u63_json(req->deadline_ms));
+        rc = lg_pack(&body, err, "[" LG_REF_FMT " s o o o o]", LG_REF_ARGS(&req->attempt),
+                     req->holder, lg_u63_json(req->lease_until_ms), lg_u63_json(req->deadline_ms),
+                     lg_u63_json(req->lease_in_ms), lg_u63_json(req->deadline_in_ms));
     if (rc)
         return rc;
     return lg_mutate(s, &HOLD_ATTEMPT, &req->attempt.key, req->request_id, body, req, res,

@@ -14,8 +14,13 @@
  * ties broken by (tenant, run); cursor [phase, ms, id, tenant, run] with ms
  * a decimal string. A full page carries a cursor; the last page has none.
  *
- * scan_running: running attempts whose owner recorded this host, by attempt
- * ID then key; cursor [attemptId, tenant, run].
+ * scan_running: running attempts without a holder whose owner recorded this
+ * host, by attempt ID then key; cursor [attemptId, tenant, run]. (A held
+ * attempt's job outlives its worker by design: its owner's death means
+ * nothing.)
+ *
+ * scan_held: running attempts with a holder, with their action and package,
+ * by attempt ID then key; cursor [attemptId, tenant, run].
  *
  * What it must never do: write, skip or repeat an item between pages, or
  * accept a cursor that is not exactly the documented array (conflict/
@@ -124,8 +129,11 @@ sp_store_rc sp_store_scan_ready(sp_store *s, const char *cursor, size_t limit, s
 
 #define DUE_ATTEMPT_COLS                                                                           \
     "attempt_id, tenant, run_id, invocation_id, owner, fence, owner_host, owner_pid,"              \
-    " owner_started FROM attempts WHERE status = 'running' "
-enum { DU_AT, DU_ID, DU_TENANT, DU_RUN, DU_INV, DU_OWNER, DU_FENCE, DU_HOST, DU_PID, DU_STARTED };
+    " owner_started, holder IS NOT NULL FROM attempts WHERE status = 'running' "
+enum { DU_AT, DU_ID, DU_TENANT, DU_RUN, DU_INV, DU_OWNER, DU_FENCE, DU_HOST, DU_PID, DU_STARTED,
+       DU_HELD };
+/* outbox rows: at, invocation ID, tenant, run, action ID, package digest */
+enum { DU_ACTION = 4, DU_PACKAGE = 5 };
 
 static void fill_due(const sp_db_rows *r, size_t i, sp_due_kind kind, sp_due_item *item)
 {
@@ -135,8 +143,12 @@ static void fill_due(const sp_db_rows *r, size_t i, sp_due_kind kind, sp_due_ite
     lg_copy(item->key.tenant, sizeof item->key.tenant, r, i, DU_TENANT);
     lg_copy(item->key.run_id, sizeof item->key.run_id, r, i, DU_RUN);
     lg_copy(item->id, sizeof item->id, r, i, DU_ID);
-    if (kind == SP_DUE_OUTBOX)
+    if (kind == SP_DUE_OUTBOX) {
+        lg_copy(item->action_id, sizeof item->action_id, r, i, DU_ACTION);
+        lg_copy(item->package_digest, sizeof item->package_digest, r, i, DU_PACKAGE);
         return;
+    }
+    item->held = sp_db_cell(r, i, DU_HELD)->i != 0;
     item->attempt.key = item->key;
     lg_copy(item->attempt.invocation_id, sizeof item->attempt.invocation_id, r, i, DU_INV);
     lg_copy(item->attempt.attempt_id, sizeof item->attempt.attempt_id, r, i, DU_ID);
@@ -178,7 +190,8 @@ typedef struct due_phase {
     "AND deadline_ms <> 0 AND deadline_ms <= ? AND lease_until_ms > ? "
 #define DEADLINE_ORDER " ORDER BY deadline_ms, attempt_id, tenant, run_id LIMIT ?"
 #define OUTBOX_SELECT                                                                              \
-    "SELECT i.not_before_ms, i.invocation_id, i.tenant, i.run_id FROM invocations i"               \
+    "SELECT i.not_before_ms, i.invocation_id, i.tenant, i.run_id, i.action_id, r.package_digest"   \
+    " FROM invocations i"                                                                          \
     " JOIN runs r ON r.tenant = i.tenant AND r.run_id = i.run_id"                                  \
     " WHERE i.status = 'pending' AND i.not_before_ms <= ? AND r.quarantine_code IS NULL "
 #define OUTBOX_ORDER " ORDER BY i.not_before_ms, i.invocation_id, i.tenant, i.run_id LIMIT ?"
@@ -288,7 +301,8 @@ sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_
 
 /* ---- scan_running ---- */
 
-#define RUNNING_SELECT "SELECT lease_until_ms, " DUE_ATTEMPT_COLS "AND owner_host = ? "
+#define RUNNING_SELECT                                                                             \
+    "SELECT lease_until_ms, " DUE_ATTEMPT_COLS "AND holder IS NULL AND owner_host = ? "
 #define RUNNING_ORDER " ORDER BY attempt_id, tenant, run_id LIMIT ?"
 
 static sp_store_rc running_query(sp_store *s, const char *host, const char *const *after,
@@ -328,6 +342,80 @@ sp_store_rc sp_store_scan_running(sp_store *s, const char *host_id, const char *
     }
     if (rc)
         sp_due_page_free(out);
+    sp_db_rows_free(&rows);
+    json_decref(owner);
+    return rc;
+}
+
+/* ---- scan_held ---- */
+
+#define HELD_SELECT                                                                                \
+    "SELECT a.attempt_id, a.tenant, a.run_id, a.invocation_id, a.owner, a.fence, a.holder,"        \
+    " a.attempt_number, a.lease_until_ms, a.deadline_ms, i.node_id, i.action_id,"                  \
+    " r.package_digest FROM attempts a"                                                            \
+    " JOIN invocations i ON i.tenant = a.tenant AND i.run_id = a.run_id"                           \
+    " AND i.invocation_id = a.invocation_id"                                                       \
+    " JOIN runs r ON r.tenant = a.tenant AND r.run_id = a.run_id"                                  \
+    " WHERE a.status = 'running' AND a.holder IS NOT NULL "
+#define HELD_ORDER " ORDER BY a.attempt_id, a.tenant, a.run_id LIMIT ?"
+enum { HE_ID, HE_TENANT, HE_RUN, HE_INV, HE_OWNER, HE_FENCE, HE_HOLDER, HE_NUMBER, HE_LEASE,
+       HE_DEADLINE, HE_NODE, HE_ACTION, HE_PACKAGE };
+
+static sp_store_rc held_query(sp_store *s, const char *const *after, size_t limit,
+                              sp_db_rows *rows, sp_error *err)
+{
+    if (after)
+        return LG_R(s, rows, err,
+                    HELD_SELECT "AND (a.attempt_id, a.tenant, a.run_id) > (?, ?, ?)" HELD_ORDER,
+                    DB_TEXT(after[0]), DB_TEXT(after[1]), DB_TEXT(after[2]), DB_INT(limit + 1));
+    return LG_R(s, rows, err, HELD_SELECT HELD_ORDER, DB_INT(limit + 1));
+}
+
+static bool fill_held(const sp_db_rows *r, size_t i, sp_held_item *item)
+{
+    memset(item, 0, sizeof *item);
+    sp_attempt_ref *a = &item->attempt;
+    lg_copy(a->key.tenant, sizeof a->key.tenant, r, i, HE_TENANT);
+    lg_copy(a->key.run_id, sizeof a->key.run_id, r, i, HE_RUN);
+    lg_copy(a->invocation_id, sizeof a->invocation_id, r, i, HE_INV);
+    lg_copy(a->attempt_id, sizeof a->attempt_id, r, i, HE_ID);
+    lg_copy(a->owner, sizeof a->owner, r, i, HE_OWNER);
+    a->fence = lg_u64(r, i, HE_FENCE);
+    item->attempt_number = (uint32_t)lg_u64(r, i, HE_NUMBER);
+    item->lease_until_ms = lg_u64(r, i, HE_LEASE);
+    item->deadline_ms = lg_u64(r, i, HE_DEADLINE);
+    lg_copy(item->node_id, sizeof item->node_id, r, i, HE_NODE);
+    lg_copy(item->action_id, sizeof item->action_id, r, i, HE_ACTION);
+    lg_copy(item->package_digest, sizeof item->package_digest, r, i, HE_PACKAGE);
+    item->holder = strdup(lg_text(r, i, HE_HOLDER));
+    return item->holder != NULL;
+}
+
+sp_store_rc sp_store_scan_held(sp_store *s, const char *cursor, size_t limit, sp_held_page *out,
+                               sp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    limit = lg_clamp_limit(limit);
+    const char *after[3];
+    json_t *owner = NULL;
+    sp_store_rc rc = cursor ? lg_cursor_parse(cursor, 3, after, &owner, err) : SP_STORE_OK;
+    sp_db_rows rows = {0};
+    if (!rc)
+        rc = held_query(s, cursor ? after : NULL, limit, &rows, err);
+    size_t n = rows.nrows > limit ? limit : rows.nrows;
+    if (!rc && !(out->items = calloc(n ? n : 1, sizeof *out->items)))
+        rc = lg_encode_fail(err, true, "held page");
+    for (; !rc && out->n < n; out->n++)
+        if (!fill_held(&rows, out->n, &out->items[out->n]))
+            rc = lg_encode_fail(err, true, "held page");
+    if (!rc && rows.nrows > limit) {
+        const sp_attempt_ref *last = &out->items[n - 1].attempt;
+        const char *parts[] = {last->attempt_id, last->key.tenant, last->key.run_id};
+        if (!(out->next_cursor = lg_cursor_make(parts, 3)))
+            rc = lg_encode_fail(err, true, "cursor");
+    }
+    if (rc)
+        sp_held_page_free(out);
     sp_db_rows_free(&rows);
     json_decref(owner);
     return rc;

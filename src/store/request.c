@@ -14,9 +14,10 @@
  * |                      |  [[commandId, activationId, kind, payloadDigest], ...],             |
  * |                      |  [[code, nodeId|null, detailsDigest], ...]]                         |
  * | claim_attempt        | [tenant, runId, invocationId, worker, leaseDurationMs,              |
- * |                      |  holder|null, deadlineMs, hostId, pid (integer), pidStarted]        |
+ * |                      |  holder|null, deadlineMs, hostId, pid (integer), pidStarted,       |
+ * |                      |  deadlineInMs]                                                      |
  * | heartbeat            | REF + [extendMs]                                                    |
- * | hold_attempt         | REF + [holder, leaseUntilMs, deadlineMs]                            |
+ * | hold_attempt         | REF + [holder, leaseUntilMs, deadlineMs, leaseInMs, deadlineInMs]   |
  * | finish_attempt       | REF + [resultDigest]                                                |
  * | expire_attempt       | REF + [reason]  ("lease", "deadline", "probe-dead", ...)            |
  * | record_late_evidence | REF + [kind, evidenceDigest]                                        |

@@ -141,6 +141,15 @@ void sp_key_page_free(sp_key_page *p)
     memset(p, 0, sizeof *p);
 }
 
+void sp_held_page_free(sp_held_page *p)
+{
+    for (size_t i = 0; p->items && i < p->n; i++)
+        free(p->items[i].holder);
+    free(p->items);
+    free(p->next_cursor);
+    memset(p, 0, sizeof *p);
+}
+
 void sp_due_page_free(sp_due_page *p)
 {
     if (!p)

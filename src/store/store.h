@@ -219,6 +219,9 @@ typedef struct sp_claim_req {
     const char *holder; /* canonical JSON <= 4 KiB, NULL = none */
     uint64_t deadline_ms; /* 0 = none */
     sp_owner_host host;
+    /* Relative alternative to deadline_ms, measured on the store's clock at
+     * the claim: deadline = now + deadline_in_ms (0 = use deadline_ms). */
+    uint64_t deadline_in_ms;
 } sp_claim_req;
 
 typedef struct sp_claim {
@@ -252,6 +255,10 @@ typedef struct sp_hold_req {
     const char *holder; /* canonical JSON <= 4 KiB */
     uint64_t lease_until_ms; /* the async bound; capped at the deadline */
     uint64_t deadline_ms;    /* the new deadline; 0 = keep the attempt's current one */
+    /* Relative alternatives on the store's clock (0 = use the absolute field):
+     * lease = now + lease_in_ms, deadline = now + deadline_in_ms. */
+    uint64_t lease_in_ms;
+    uint64_t deadline_in_ms;
 } sp_hold_req;
 
 typedef struct sp_finish_req {
@@ -330,6 +337,9 @@ typedef struct sp_due_item {
     char id[SP_ID_LEN + 16]; /* attempt ID (lease/deadline) or invocation ID (outbox) */
     sp_attempt_ref attempt;  /* lease/deadline items */
     sp_owner_host host;      /* lease/deadline items: the owner's host */
+    bool held;               /* lease/deadline items: the attempt has a holder */
+    char action_id[SP_STORE_ID_MAX + 1];             /* outbox items */
+    char package_digest[SP_DIGEST_TEXT_LEN + 1];     /* outbox items: the run's package */
 } sp_due_item;
 
 typedef struct sp_due_page {
@@ -476,7 +486,31 @@ sp_store_rc sp_store_scan_ready(sp_store *s, const char *cursor, size_t limit, s
                                 sp_error *err);
 sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_due_page *out,
                               sp_error *err);
-/* Running attempts whose claim recorded `host_id` as the owner's host
+/* A held attempt (engine.md §9): running with a holder handle. */
+typedef struct sp_held_item {
+    sp_attempt_ref attempt;
+    char *holder; /* canonical JSON, owned */
+    uint32_t attempt_number;
+    uint64_t lease_until_ms, deadline_ms;
+    char node_id[SP_STORE_ID_MAX + 1];
+    char action_id[SP_STORE_ID_MAX + 1];
+    char package_digest[SP_DIGEST_TEXT_LEN + 1];
+} sp_held_item;
+
+typedef struct sp_held_page {
+    sp_held_item *items;
+    size_t n;
+    char *next_cursor;
+} sp_held_page;
+
+void sp_held_page_free(sp_held_page *p);
+
+/* Running attempts that have a holder, by attempt ID then key; cursor
+ * `[attemptId, tenant, runId]`. */
+sp_store_rc sp_store_scan_held(sp_store *s, const char *cursor, size_t limit, sp_held_page *out,
+                               sp_error *err);
+
+/* Running attempts without a holder whose claim recorded `host_id` as the owner's host
  * (engine.md §11: a sweep looks for dead owners on its own host), ascending
  * by attempt ID then key. Items are SP_DUE_LEASE with at_ms = leaseUntilMs,
  * whatever the time; cursor `[attemptId, tenant, runId]`. */

@@ -262,7 +262,7 @@ static sp_heartbeat_req s02_beat(const s02 *t)
 
 static sp_hold_req s02_hold(const s02 *t)
 {
-    return (sp_hold_req){t->claim.attempt, "hold/s02/1", "{\"pid\":7}", 20000, 30000};
+    return (sp_hold_req){t->claim.attempt, "hold/s02/1", "{\"pid\":7}", 20000, 30000, 0, 0};
 }
 
 static sp_quarantine_req s02_quarantine(const s02 *t)
@@ -526,7 +526,7 @@ void store_s03_digest_mismatch_and_concurrency(store_env *e)
     fx_decision_free(&d);
     char inv[SP_ID_LEN + 1] = "";
     CHECK(fx_invocation(e->a, &k, inv));
-    sp_claim_req claim = {k, "claim/s03", inv, "w1", 1000, NULL, 0, {"host-test", 1, 2}};
+    sp_claim_req claim = {k, "claim/s03", inv, "w1", 1000, NULL, 0, {"host-test", 1, 2}, 0};
     s03_race(e, race_claim, &claim, 1);
     fx_body body = fx_body_of("{\"name\":\"go\"}");
     sp_append_event_req append = {k, "signal/m2", "sig:m2", "signal.received", fx_evidence(&body)};

@@ -118,7 +118,7 @@ static void s05_deadline_cap(store_env *e)
     CHECK_INT(fx_settle(e->a, &k), 1);
     char inv[SP_ID_LEN + 1] = "";
     CHECK(fx_invocation(e->a, &k, inv));
-    sp_claim_req req = {k, "claim/s05/cap", inv, "w1", 1000, NULL, 1500, {"h", 1, 1}};
+    sp_claim_req req = {k, "claim/s05/cap", inv, "w1", 1000, NULL, 1500, {"h", 1, 1}, 0};
     sp_claim c;
     EXPECT_OK(sp_store_claim_attempt(e->a, &req, &c, &err), &err);
     CHECK(c.lease_until_ms == 1500 && c.deadline_ms == 1500);
@@ -343,7 +343,7 @@ static void x02_holder_bounds(store_env *e, const sp_claim *c)
     memset(big, 'a', SP_STORE_HOLDER_MAX + 1);
     big[0] = big[SP_STORE_HOLDER_MAX - 1] = '"';
     big[SP_STORE_HOLDER_MAX] = '\0'; /* exactly 4 KiB: accepted */
-    sp_hold_req req = {c->attempt, "hold/x02/max", big, 9000, 0};
+    sp_hold_req req = {c->attempt, "hold/x02/max", big, 9000, 0, 0, 0};
     EXPECT_OK(sp_store_hold_attempt(e->a, &req, &h, &err), &err);
     big[SP_STORE_HOLDER_MAX - 1] = 'a';
     big[SP_STORE_HOLDER_MAX] = '"';
@@ -367,15 +367,15 @@ void store_x02_holds_and_deadlines(store_env *e)
     char inv[SP_ID_LEN + 1] = "";
     CHECK(fx_invocation(e->a, &k, inv));
     sp_claim_req creq = {k,   "claim/x02",           inv,  "step-token-1",
-                         100, "{\"actor\":\"ana\"}", 5000, {"", 0, 0}};
+                         100, "{\"actor\":\"ana\"}", 5000, {"", 0, 0}, 0};
     sp_claim c;
     EXPECT_OK(sp_store_claim_attempt(e->a, &creq, &c, &err), &err);
     CHECK(c.lease_until_ms == 1100 && c.deadline_ms == 5000);
     sp_heartbeat_res h;
-    sp_hold_req hold = {c.attempt, "hold/x02/1", "{\"pid\":7}", 9000, 0};
+    sp_hold_req hold = {c.attempt, "hold/x02/1", "{\"pid\":7}", 9000, 0, 0, 0};
     EXPECT_OK(sp_store_hold_attempt(e->a, &hold, &h, &err), &err);
     CHECK_INT(h.lease_until_ms, 5000); /* min(requested, the kept deadline) */
-    hold = (sp_hold_req){c.attempt, "hold/x02/2", "{\"pid\":8}", 9000, 4000};
+    hold = (sp_hold_req){c.attempt, "hold/x02/2", "{\"pid\":8}", 9000, 4000, 0, 0};
     EXPECT_OK(sp_store_hold_attempt(e->a, &hold, &h, &err), &err);
     CHECK_INT(h.lease_until_ms, 4000);
     sp_invocation_list l;
