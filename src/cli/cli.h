@@ -78,5 +78,7 @@ int cmd_events(int argc, char **argv);
 int cmd_signal(int argc, char **argv);
 int cmd_resolve(int argc, char **argv);
 int cmd_release(int argc, char **argv);
+int cmd_step(int argc, char **argv);
+int cmd_capabilities(int argc, char **argv);
 
 #endif

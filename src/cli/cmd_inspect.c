@@ -61,10 +61,12 @@ int cmd_status(int argc, char **argv)
     if (sp_store_get_run(s.store, &key, &v, &found, &err) != SP_STORE_OK || !found) {
         rc = session_fail(&s, &err);
     } else {
+        json_t *step = sp_engine_step_view(s.engine, &v);
         if (c.json)
-            cli_print_json(view_status_json(&v));
+            cli_print_json(view_status_json(&v, step));
         else
-            view_status_text(stdout, &v);
+            view_status_text(stdout, &v, step);
+        json_decref(step);
         sp_run_view_free(&v);
     }
     session_close(&s);

@@ -167,14 +167,18 @@ int cli_drive(session *s, const sp_run_key *key, json_t *extra)
         return session_fail(s, &err);
     }
     if (s->c->json) {
-        json_t *out = view_status_json(&v);
+        json_t *step = sp_engine_step_view(s->engine, &v);
+        json_t *out = view_status_json(&v, step);
+        json_decref(step);
         if (out && extra)
             json_object_update(out, extra);
         if (out && park == SP_PARK_INTERRUPTED)
             json_object_set_new(out, "interrupted", json_true());
         cli_print_json(out);
     } else {
-        view_status_text(stdout, &v);
+        json_t *step = sp_engine_step_view(s->engine, &v);
+        view_status_text(stdout, &v, step);
+        json_decref(step);
         if (park == SP_PARK_INTERRUPTED)
             printf("interrupted: the run continues with the next `spore run` or `spore worker`\n");
     }

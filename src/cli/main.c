@@ -27,6 +27,9 @@ static const char USAGE[] =
     "  signal <runId> <name>      deliver a signal\n"
     "  resolve <runId> <invId>    answer an invocation whose outcome is unknown\n"
     "  release <runId>            lift a quarantine\n"
+    "  step claim|renew|complete|fail|abandon|detach|probe-pid|stop-pid\n"
+    "                             external and async steps (spore step --help)\n"
+    "  capabilities               what this host can serve\n"
     "  validate <workflow.json>   check a workflow without touching a database\n"
     "  trace <trace.json>...      replay golden kernel traces\n"
     "\n"
@@ -42,7 +45,8 @@ static const command COMMANDS[] = {
     {"validate", cmd_validate}, {"trace", cmd_trace},     {"start", cmd_start},
     {"run", cmd_run},           {"worker", cmd_worker},   {"status", cmd_status},
     {"list", cmd_list},         {"events", cmd_events},   {"signal", cmd_signal},
-    {"resolve", cmd_resolve},   {"release", cmd_release},
+    {"resolve", cmd_resolve},   {"release", cmd_release}, {"step", cmd_step},
+    {"capabilities", cmd_capabilities},
 };
 
 int main(int argc, char **argv)

@@ -19,7 +19,13 @@ static json_t *snapshot_of(const sp_run_view *v)
     return sp_json_parse(v->snapshot, v->snapshot_len, NULL);
 }
 
-json_t *view_status_json(const sp_run_view *v) { return sp_status_json(v); }
+json_t *view_status_json(const sp_run_view *v, json_t *step)
+{
+    json_t *out = sp_status_json(v);
+    if (out)
+        json_object_set(out, "step", step ? step : json_null());
+    return out;
+}
 
 static void print_json_line(FILE *out, const char *label, const json_t *value)
 {
@@ -28,7 +34,24 @@ static void print_json_line(FILE *out, const char *label, const json_t *value)
     free(text);
 }
 
-void view_status_text(FILE *out, const sp_run_view *v)
+static void step_text(FILE *out, const json_t *step)
+{
+    if (!json_is_object(step))
+        return;
+    fprintf(out, "%-12s %s %s", "step", json_string_value(json_object_get(step, "kind")),
+            json_string_value(json_object_get(step, "state")));
+    const json_t *actor = json_object_get(step, "actor"), *probe = json_object_get(step, "probe");
+    if (json_is_string(actor))
+        fprintf(out, " actor %s", json_string_value(actor));
+    if (json_is_string(probe))
+        fprintf(out, " (probe: %s)", json_string_value(probe));
+    fputc('\n', out);
+    const json_t *holder = json_object_get(step, "holder");
+    if (!json_is_null(holder) && holder)
+        print_json_line(out, "holder", holder);
+}
+
+void view_status_text(FILE *out, const sp_run_view *v, const json_t *step)
 {
     json_t *snap = snapshot_of(v);
     fprintf(out, "%-12s %s\n", "run", v->key.run_id);
@@ -46,6 +69,7 @@ void view_status_text(FILE *out, const sp_run_view *v)
                 json_string_value(json_object_get(inv, "invocationId")),
                 (long long)json_integer_value(json_object_get(inv, "attempt")),
                 json_string_value(json_object_get(inv, "state")));
+    step_text(out, step);
     json_t *result = snap ? json_object_get(snap, "result") : NULL;
     if (json_is_object(result))
         print_json_line(out, "result", result);

@@ -18,10 +18,10 @@
  *  quarantine, packageDigest} from a run view (snapshot members are null
  *  before the first commit); built by sp_status_json (src/api/status.c), the
  *  same object spore_status() of the C API returns. */
-json_t *view_status_json(const sp_run_view *v);
+json_t *view_status_json(const sp_run_view *v, json_t *step /* borrowed, may be NULL */);
 
 /* The text status of cli.md §2. */
-void view_status_text(FILE *out, const sp_run_view *v);
+void view_status_text(FILE *out, const sp_run_view *v, const json_t *step);
 
 json_t *view_event_json(const sp_event *e);
 void view_event_text(FILE *out, const sp_event *e);

@@ -17,6 +17,7 @@
 #include "base/random.h"
 #include "engine/internal.h"
 #include "json/json.h"
+#include "runners/async_spec.h"
 #include "runners/registry.h"
 
 typedef struct runner_job {
@@ -88,13 +89,13 @@ static void run_with_heartbeats(inflight *a, runner_job *job)
     pthread_join(t, NULL);
 }
 
-static void record_late(inflight *a, const char *body, size_t len, const char *kind)
+static void keep_late(sp_engine *e, const sp_attempt_ref *ref, const char *body, size_t len,
+                      const char *kind)
 {
-    sp_engine *e = a->engine;
     char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
-    snprintf(request_id, sizeof request_id, "late/%s/%s", a->claim.attempt.attempt_id, e->nonce);
+    snprintf(request_id, sizeof request_id, "late/%s/%s/%s", ref->attempt_id, kind, e->nonce);
     sp_digest_one("body", body, len, digest);
-    sp_late_evidence_req req = {a->claim.attempt, request_id, kind, {body, len, digest}};
+    sp_late_evidence_req req = {*ref, request_id, kind, {body, len, digest}};
     sp_late_evidence_res res;
     sp_error err = {0};
     sp_store_rc rc;
@@ -102,10 +103,76 @@ static void record_late(inflight *a, const char *body, size_t len, const char *k
     sp_error_clear(&err);
 }
 
+static void record_late(inflight *a, const char *body, size_t len, const char *kind)
+{
+    keep_late(a->engine, &a->claim.attempt, body, len, kind);
+}
+
+sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const char *body,
+                                  size_t len, const char *late_kind, sp_error *err)
+{
+    char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
+    snprintf(request_id, sizeof request_id, "finish/%s", ref->attempt_id);
+    sp_digest_one("body", body, len, digest);
+    sp_finish_req req = {*ref, request_id, {body, len, digest}};
+    sp_finish_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_finish_attempt(e->store, &req, &res, err));
+    if (rc == SP_STORE_STALE)
+        keep_late(e, ref, body, len, late_kind);
+    return rc;
+}
+
+bool kind_is(const json_t *action, const char *kind)
+{
+    const json_t *k = json_object_get(action, "kind");
+    return json_is_string(k) && strcmp(json_string_value(k), kind) == 0;
+}
+
+/* An async start returned a handle: record it with hold_attempt; from now on
+ * the worker holds nothing (engine.md §9). Lost lease: the handle is kept as
+ * late evidence, so a person can find the job. */
+static void hold(inflight *a, const sp_activity_output *out)
+{
+    sp_engine *e = a->engine;
+    sp_error err = {0};
+    sp_async_spec spec;
+    char *handle = sp_json_encode_alloc(out->handle, NULL, &err);
+    if (!handle || sp_async_spec_parse(a->claim.action_id, a->action, SP_ASYNC_COMMAND, &spec,
+                                       &err)) {
+        free(handle);
+        sp_error_clear(&err);
+        return; /* cannot happen for a validated action; the lease decides */
+    }
+    if (a->lost) {
+        record_late(a, handle, strlen(handle), "handle-after-lease-lost");
+    } else {
+        char request_id[SP_STORE_REQUEST_ID_MAX];
+        snprintf(request_id, sizeof request_id, "hold/%s", a->claim.attempt.attempt_id);
+        sp_hold_req req = {.attempt = a->claim.attempt,
+                           .request_id = request_id,
+                           .holder = handle,
+                           .lease_in_ms = spec.has_lease ? spec.lease_ms : spec.timeout_ms,
+                           .deadline_in_ms = spec.timeout_ms};
+        sp_heartbeat_res res;
+        sp_store_rc rc;
+        ENGINE_RETRY(rc, &err, sp_store_hold_attempt(e->store, &req, &res, &err));
+        if (rc == SP_STORE_STALE)
+            record_late(a, handle, strlen(handle), "handle-after-lease-expired");
+        sp_error_clear(&err);
+    }
+    sp_async_spec_free(&spec);
+    free(handle);
+}
+
 static void report(inflight *a, const sp_activity_output *out)
 {
     sp_engine *e = a->engine;
     sp_error err = {0};
+    if (out->kind == SP_OUTPUT_HELD) {
+        hold(a, out);
+        return;
+    }
     size_t len;
     char *body = engine_result_body(&a->claim, out, &len, &err);
     if (!body) { /* out of memory: report nothing; the lease decides */
@@ -117,15 +184,8 @@ static void report(inflight *a, const sp_activity_output *out)
         free(body);
         return;
     }
-    char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
-    snprintf(request_id, sizeof request_id, "finish/%s", a->claim.attempt.attempt_id);
-    sp_digest_one("body", body, len, digest);
-    sp_finish_req req = {a->claim.attempt, request_id, {body, len, digest}};
-    sp_finish_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(rc, &err, sp_store_finish_attempt(e->store, &req, &res, &err));
-    if (rc == SP_STORE_STALE)
-        record_late(a, body, len, "result-after-lease-expired");
+    sp_store_rc rc = engine_finish_or_keep(e, &a->claim.attempt, body, len,
+                                           "result-after-lease-expired", &err);
     sp_error_clear(&err);
     free(body);
     if (rc == SP_STORE_OK)
@@ -187,11 +247,24 @@ static void execute(inflight *a, runner_job *job, const sp_runner *runner)
     sp_random_hex(span, 8);
     snprintf(traceparent, sizeof traceparent, "00-%.32s-%s-01", c->attempt.invocation_id + 4,
              span);
+    char token[SP_TOKEN_MAX + 1];
+    sp_error err = {0};
+    bool has_token = json_object_get(a->action, "async") &&
+                     engine_token_make(e, &c->attempt, token, sizeof token, &err) == 0;
+    sp_error_clear(&err);
     job->runner = runner;
-    job->ctx = (sp_runner_ctx){c->attempt.key.tenant, c->attempt.key.run_id, c->node_id,
-                               c->action_id, c->attempt.invocation_id, c->effect_key,
-                               c->attempt_number, e->base_dir, traceparent, &a->stop,
-                               e->cfg.natives};
+    job->ctx = (sp_runner_ctx){.tenant = c->attempt.key.tenant,
+                               .run_id = c->attempt.key.run_id,
+                               .node_id = c->node_id,
+                               .action_id = c->action_id,
+                               .invocation_id = c->attempt.invocation_id,
+                               .effect_key = c->effect_key,
+                               .attempt = c->attempt_number,
+                               .base_dir = e->base_dir,
+                               .traceparent = traceparent,
+                               .stop = &a->stop,
+                               .natives = e->cfg.natives,
+                               .token = has_token ? token : NULL};
     run_with_heartbeats(a, job);
 }
 

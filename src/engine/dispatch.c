@@ -5,14 +5,17 @@
  * in its own thread.
  *
  * Must never claim after shutdown began, claim an invocation already in
- * flight in this engine, or treat a duplicate claim receipt as ownership
- * without a successful heartbeat.
+ * flight in this engine, treat a duplicate claim receipt as ownership
+ * without a successful heartbeat, claim an external step (an actor claims
+ * those), or claim a step this host cannot serve (it is left untouched and
+ * shows as capability-missing: engine.md §9).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/failpoint.h"
 #include "engine/internal.h"
+#include "runners/registry.h"
 
 static bool has_capacity(sp_engine *e)
 {
@@ -46,6 +49,23 @@ static bool confirm_duplicate(sp_engine *e, const sp_claim *claim, sp_error *err
     bool ok = rc == SP_STORE_OK && res.disposition == SP_APPLIED;
     sp_error_clear(err);
     return ok;
+}
+
+/* Whether this worker should claim the item: its pinned action exists, is
+ * not external, and this host can serve it. A package that cannot be read is
+ * left to the coordinator (which quarantines the run). */
+static bool workable(sp_engine *e, const sp_due_item *item)
+{
+    sp_error err = {0};
+    const sp_workflow *wf = engine_workflow(e, item->package_digest, &err);
+    sp_error_clear(&err);
+    const sp_action *action = wf ? sp_workflow_action(wf, item->action_id) : NULL;
+    if (!action)
+        return wf != NULL; /* a missing action: claim it, the attempt reports host.action-missing */
+    const json_t *kind = json_object_get(action->raw, "kind");
+    const sp_runner *runner = json_is_string(kind) ? sp_runner_find(json_string_value(kind)) : NULL;
+    char why[256];
+    return runner && !runner->external && !sp_action_unservable(action->raw, why, sizeof why);
 }
 
 static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats, sp_error *err)
@@ -98,7 +118,7 @@ int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, 
         for (size_t i = 0; i < page.n && result == 0 && has_capacity(e); i++) {
             const sp_due_item *item = &page.items[i];
             if (item->kind != SP_DUE_OUTBOX || (only && !engine_same_key(only, &item->key)) ||
-                already_in_flight(e, item))
+                already_in_flight(e, item) || !workable(e, item))
                 continue;
             result = claim_one(e, item, stats, err);
         }

@@ -125,6 +125,8 @@ void sp_engine_free(sp_engine *e)
         sp_stop_fire(&a->stop);
     pthread_mutex_unlock(&e->mu);
     engine_attempts_reap(e, true);
+    engine_held_reap(e, true);
+    free(e->memos);
     engine_takeover_close(e);
     engine_packages_free(e);
     pthread_mutex_destroy(&e->packages_mu);
@@ -207,6 +209,7 @@ void sp_engine_shutdown(sp_engine *e)
     pthread_mutex_unlock(&e->mu);
     if (already)
         return;
+    engine_held_stop_watches(e); /* watches end at once; stops may finish */
     drain(e, e->cfg.shutdown_grace_ms);
     pthread_mutex_lock(&e->mu);
     for (inflight *a = e->inflight; a; a = a->next)

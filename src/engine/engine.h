@@ -129,6 +129,56 @@ int sp_engine_resolve(sp_engine *e, const sp_run_key *key, const char *request_i
 int sp_engine_release(sp_engine *e, const sp_run_key *key, sp_disposition *disposition,
                       sp_error *err);
 
+/* ---- external and async steps (engine.md §9) ---- */
+
+#define SP_STEP_TOKEN_MAX 1024
+
+typedef struct sp_step_claim {
+    char token[SP_STEP_TOKEN_MAX + 1];
+    sp_run_key key;
+    char invocation_id[SP_ID_LEN + 1];
+    char attempt_id[SP_ID_LEN + 16];
+    uint32_t attempt;
+    char node_id[SP_STORE_ID_MAX + 1];
+    char action_id[SP_STORE_ID_MAX + 1];
+    json_t *input;       /* the evaluated input */
+    json_t *outcomes;    /* the declared outcomes */
+    json_t *description; /* the action's description (instructions), or NULL */
+    uint64_t deadline_ms, lease_until_ms;
+} sp_step_claim;
+
+void sp_step_claim_free(sp_step_claim *c);
+
+/* Claim the earliest due external step (of `run_id` when given) whose actor
+ * is `actor` (NULL: only steps without an actor), with an optional holder
+ * label (canonical JSON). A fresh owner ID per claim. *claimed = false when
+ * there is nothing to claim. */
+int sp_engine_step_claim(sp_engine *e, const char *run_id, const char *actor,
+                         const json_t *holder, sp_step_claim *out, bool *claimed, sp_error *err);
+
+/* The holder renews its lease (capped at the deadline). */
+int sp_engine_step_renew(sp_engine *e, const char *token, uint64_t *lease_until_ms,
+                         sp_error *err);
+
+/* End a claimed step. Undeclared outcome (step.undeclared-outcome), output
+ * over 64 KiB (step.output-too-large) and a bad error code are refused
+ * before anything is recorded. lease.lost when the token was fenced out. */
+int sp_engine_step_complete(sp_engine *e, const char *token, const char *outcome,
+                            const json_t *output, sp_error *err);
+int sp_engine_step_fail(sp_engine *e, const char *token, const char *message, const char *code,
+                        bool retryable, sp_error *err);
+
+/* A person gives up on a run's running step: the job is stopped when a
+ * stop is possible, and the attempt is expired with reason `abandoned`,
+ * fencing out the old holder. step.none when nothing is running. */
+int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id, size_t n,
+                           sp_error *err);
+
+/* The `step` member of a run's status: {kind, actor, state, holder,
+ * deadlineMs, leaseUntilMs, attempt, probe} of the current invocation, or
+ * JSON null when the run has none. */
+json_t *sp_engine_step_view(sp_engine *e, const sp_run_view *run);
+
 /* The run key for a run ID under the engine's tenant. */
 int sp_engine_key(const sp_engine *e, const char *run_id, sp_run_key *key, sp_error *err);
 

@@ -39,6 +39,33 @@ typedef struct package_entry {
     uint64_t used;   /* LRU stamp */
 } package_entry;
 
+/* A hook running for a held attempt (held.c). */
+typedef enum held_job_kind { HELD_WATCH, HELD_PROBE, HELD_STOP } held_job_kind;
+
+typedef struct held_job {
+    struct held_job *next;
+    struct sp_engine *engine;
+    held_job_kind kind;
+    sp_attempt_ref attempt;
+    uint32_t attempt_number;
+    char node_id[SP_STORE_ID_MAX + 1];
+    char action_id[SP_STORE_ID_MAX + 1];
+    json_t *action; /* owned copy */
+    json_t *handle; /* owned */
+    sp_expire_reason reason; /* HELD_STOP: why the attempt is expired after */
+    pthread_t thread;
+    sp_stop_signal stop;
+    bool done; /* under engine->mu */
+} held_job;
+
+/* What this engine did for one held attempt (held.c). */
+typedef struct held_memo {
+    sp_attempt_ref attempt;
+    uint64_t last_probe_ms; /* monotonic */
+    uint64_t watch_after_ms;
+    bool seen;
+} held_memo;
+
 /* Workflows evicted from the cache stay alive until the engine is freed:
  * attempt threads may still hold pointers into them. */
 typedef struct package_overflow {
@@ -62,11 +89,17 @@ struct sp_engine {
     uint32_t settled; /* attempts that ended since the last tick */
     bool shutting_down;
     bool abandon; /* attempts still running after shutdown report nothing */
+    held_job *held_jobs;
+    held_memo *memos;
+    size_t nmemos, memo_cap;
 
     pthread_mutex_t packages_mu;
     package_entry packages[PACKAGE_CACHE_SIZE];
     uint64_t package_clock;
     package_overflow *evicted;
+
+    unsigned char secret[32]; /* the store's secret, for step tokens */
+    bool has_secret;
 
     sp_owner_host host; /* this process, recorded with each claim */
     int lock_fd;        /* flock held on <lock_dir>/<worker id>.lock, -1 if none */
@@ -99,6 +132,30 @@ int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only
 int engine_sweep(sp_engine *e, sp_tick_stats *stats, sp_error *err);
 int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);
 
+/* held.c: watches, probes and stops of held async attempts (engine.md §9). */
+int engine_held_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err);
+int engine_held_expire(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats, sp_error *err);
+void engine_held_reap(sp_engine *e, bool wait_all);
+void engine_held_stop_watches(sp_engine *e);
+/* The run's held attempt of `invocation_id` has no probe or watch this
+ * worker can run (only its holder, through the store, can end it). */
+bool engine_held_unobservable(sp_engine *e, const sp_run_key *key, const char *invocation_id,
+                              const sp_action *action);
+/* The held item of an attempt (holder owned by the caller when found). */
+int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *out, bool *found,
+                       sp_error *err);
+
+/* sweep.c: expire one attempt (lost races are not errors). */
+int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason,
+                  sp_tick_stats *stats, sp_error *err);
+
+/* attempt.c: finish an attempt with a result body, or - when its lease is
+ * gone - keep the body as late evidence of `late_kind`. */
+sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const char *body,
+                                  size_t len, const char *late_kind, sp_error *err);
+/* True when an action object's kind is `kind`. */
+bool kind_is(const json_t *action, const char *kind);
+
 /* attempt.c */
 int engine_attempt_start(sp_engine *e, sp_claim *claim, sp_error *err);
 void engine_attempts_reap(sp_engine *e, bool wait_all);
@@ -114,6 +171,11 @@ void engine_takeover_close(sp_engine *e);
 bool engine_owner_dead(sp_engine *e, const sp_due_item *item);
 
 bool engine_same_key(const sp_run_key *a, const sp_run_key *b);
+
+/* token.c: step tokens (engine.md §9). step.token-invalid on a bad token. */
+#define SP_TOKEN_MAX SP_STEP_TOKEN_MAX
+int engine_token_make(sp_engine *e, const sp_attempt_ref *ref, char *out, size_t n, sp_error *err);
+int engine_token_parse(sp_engine *e, const char *token, sp_attempt_ref *ref, sp_error *err);
 
 /* engine.c helpers used by several modules */
 void engine_wait(sp_engine *e, uint64_t timeout_ms);

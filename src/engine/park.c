@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "engine/internal.h"
+#include "json/json.h"
+#include "runners/registry.h"
 
 static uint64_t now_ms(void)
 {
@@ -19,7 +21,29 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static bool parked(const sp_run_view *v, sp_park *park)
+/* The running step waits on someone no local hook can observe: an external
+ * step (claimed or not), a held async step with neither a probe nor a watch
+ * this worker can run, or a step this host cannot serve (capability
+ * missing: another host's worker must take it). engine.md §9: exit 6. */
+static bool waits_on_actor(sp_engine *e, const sp_run_view *v)
+{
+    json_t *snap = v->snapshot ? sp_json_parse(v->snapshot, v->snapshot_len, NULL) : NULL;
+    const json_t *inv = json_object_get(snap, "invocation");
+    const char *action_id = json_string_value(json_object_get(inv, "actionId"));
+    const char *inv_id = json_string_value(json_object_get(inv, "invocationId"));
+    sp_error err = {0};
+    const sp_workflow *wf = action_id ? engine_workflow(e, v->package_digest, &err) : NULL;
+    const sp_action *a = wf ? sp_workflow_action(wf, action_id) : NULL;
+    char why[256];
+    bool waits = a && (kind_is(a->raw, "external") || sp_action_unservable(a->raw, why, sizeof why));
+    if (a && !waits && kind_is(a->raw, "command") && json_object_get(a->raw, "async"))
+        waits = engine_held_unobservable(e, &v->key, inv_id, a);
+    sp_error_clear(&err);
+    json_decref(snap);
+    return waits;
+}
+
+static bool parked(sp_engine *e, const sp_run_view *v, sp_park *park)
 {
     bool pending = v->next_sequence > v->applied_sequence + 1;
     if (v->quarantined) {
@@ -36,6 +60,8 @@ static bool parked(const sp_run_view *v, sp_park *park)
         *park = SP_PARK_WAITING;
     else if (strcmp(v->status, "needs-intervention") == 0)
         *park = SP_PARK_INTERVENTION;
+    else if (strcmp(v->status, "running") == 0 && waits_on_actor(e, v))
+        *park = SP_PARK_ASYNC;
     else
         return false;
     return true;
@@ -81,7 +107,7 @@ int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *par
         if (rc == SP_STORE_OK) {
             if (progress)
                 progress(progress_ctx, &view, now_ms() - started);
-            bool done = parked(&view, park) && !engine_run_in_flight(e, key);
+            bool done = parked(e, &view, park) && !engine_run_in_flight(e, key);
             sp_run_view_free(&view);
             if (done)
                 return 0;

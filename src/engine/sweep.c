@@ -13,12 +13,12 @@
 
 #include "engine/internal.h"
 
-static int expire(sp_engine *e, const sp_due_item *item, sp_expire_reason reason,
+int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason,
                   sp_tick_stats *stats, sp_error *err)
 {
     char request_id[SP_STORE_REQUEST_ID_MAX];
-    snprintf(request_id, sizeof request_id, "expire/%s", item->attempt.attempt_id);
-    sp_expire_req req = {item->attempt, request_id, reason};
+    snprintf(request_id, sizeof request_id, "expire/%s", ref->attempt_id);
+    sp_expire_req req = {*ref, request_id, reason};
     sp_finish_res res;
     sp_store_rc rc;
     ENGINE_RETRY(rc, err, sp_store_expire_attempt(e->store, &req, &res, err));
@@ -55,9 +55,13 @@ static int sweep_due(sp_engine *e, sp_tick_stats *stats, sp_error *err)
                 more = false; /* leases and deadlines come first */
                 break;
             }
-            result = expire(e, item,
-                            item->kind == SP_DUE_DEADLINE ? SP_EXPIRE_DEADLINE : SP_EXPIRE_LEASE,
-                            stats, err);
+            if (item->held)
+                result = engine_held_expire(e, item, stats, err);
+            else
+                result = engine_expire(e, &item->attempt,
+                                       item->kind == SP_DUE_DEADLINE ? SP_EXPIRE_DEADLINE
+                                                                     : SP_EXPIRE_LEASE,
+                                       stats, err);
         }
         if (more && page.next_cursor && result == 0)
             cursor = strdup(page.next_cursor);
@@ -88,7 +92,7 @@ static int sweep_dead_owners(sp_engine *e, sp_tick_stats *stats, sp_error *err)
         int result = 0;
         for (size_t i = 0; i < page.n && result == 0; i++)
             if (engine_owner_dead(e, &page.items[i]))
-                result = expire(e, &page.items[i], SP_EXPIRE_OWNER_DEAD, stats, err);
+                result = engine_expire(e, &page.items[i].attempt, SP_EXPIRE_OWNER_DEAD, stats, err);
         if (page.next_cursor && result == 0)
             cursor = strdup(page.next_cursor);
         sp_due_page_free(&page);
@@ -100,7 +104,7 @@ static int sweep_dead_owners(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 
 int engine_sweep(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
-    if (sweep_due(e, stats, err))
+    if (sweep_due(e, stats, err) || sweep_dead_owners(e, stats, err))
         return -1;
-    return sweep_dead_owners(e, stats, err);
+    return engine_held_tick(e, stats, err);
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine/internal.h"
+#include "runners/pid_handle.h"
 
 static void read_host_id(char *out, size_t n)
 {
@@ -34,26 +35,6 @@ static void read_host_id(char *out, size_t n)
     }
 }
 
-/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot. */
-static bool process_started(int64_t pid, uint64_t *out)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-    if (!p)
-        return false;
-    p++;
-    for (int field = 2; field < 22 && p; field++)
-        p = strchr(p + 1, ' ');
-    return p && sscanf(p, " %llu", (unsigned long long *)out) == 1;
-}
-
 static void lock_path(const sp_engine *e, const char *worker, char *out, size_t n)
 {
     char hex[SP_DIGEST_TEXT_LEN + 1];
@@ -65,7 +46,7 @@ int engine_takeover_init(sp_engine *e, sp_error *err)
 {
     read_host_id(e->host.host_id, sizeof e->host.host_id);
     e->host.pid = getpid();
-    process_started(e->host.pid, &e->host.pid_started);
+    sp_process_start_time(e->host.pid, &e->host.pid_started);
     if (!e->cfg.lock_dir)
         return 0;
     if (mkdir(e->cfg.lock_dir, 0700) != 0 && errno != EEXIST)
@@ -102,7 +83,7 @@ bool engine_owner_dead(sp_engine *e, const sp_due_item *item)
         strcmp(item->attempt.owner, e->worker_id) == 0)
         return false;
     uint64_t started = 0;
-    if (item->host.pid > 0 && process_started(item->host.pid, &started) &&
+    if (sp_process_start_time(item->host.pid, &started) &&
         started == item->host.pid_started)
         return false; /* the owner process is alive */
     char path[4200];

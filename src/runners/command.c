@@ -29,6 +29,7 @@
 #include "runners/registry.h"
 
 #define MESSAGE_MAX 1000 /* under output.c's 1024-byte message buffer */
+#define SP_HANDLE_MAX 4096 /* an async start's holder handle (engine.md §9) */
 
 typedef struct cmd_run {
     const sp_runner_ctx *ctx;
@@ -103,7 +104,7 @@ static char **build_env(const sp_runner_ctx *ctx, const sp_command_spec *spec)
                              {"INVOCATION_ID", or_empty(ctx->invocation_id)},
                              {"ATTEMPT", attempt},
                              {"EFFECT_KEY", or_empty(ctx->effect_key)}};
-    size_t n = 2 * spec->nenv, max = n + 2 * 11;
+    size_t n = 2 * spec->nenv, max = n + 2 * 12;
     const char **pairs = malloc(max * sizeof *pairs);
     char names[10][32];
     if (!pairs)
@@ -118,6 +119,10 @@ static char **build_env(const sp_runner_ctx *ctx, const sp_command_spec *spec)
     if (ctx->traceparent) {
         pairs[n++] = "TRACEPARENT";
         pairs[n++] = ctx->traceparent;
+    }
+    if (ctx->token && spec->async) {
+        pairs[n++] = "SPORE_TOKEN";
+        pairs[n++] = ctx->token;
     }
     char **env = sp_proc_env(pairs, n / 2);
     free(pairs);
@@ -169,6 +174,11 @@ static bool result_success(const json_t *doc, sp_activity_output *out)
     return true;
 }
 
+bool sp_command_result_value(const json_t *doc, sp_activity_output *out)
+{
+    return json_is_object(doc) && (result_success(doc, out) || result_failure(doc, out));
+}
+
 static void result_output(cmd_run *r, sp_activity_output *out)
 {
     sp_error err = {0};
@@ -180,7 +190,7 @@ static void result_output(cmd_run *r, sp_activity_output *out)
         malformed(out, r->action_id, &err, "stdout is not a canonical result");
         return;
     }
-    bool ok = json_is_object(doc) && (result_success(doc, out) || result_failure(doc, out));
+    bool ok = sp_command_result_value(doc, out);
     json_decref(doc);
     if (!ok)
         malformed(out, r->action_id, &err,
@@ -207,11 +217,39 @@ static void success(cmd_run *r, const char *outcome, bool read_result, sp_activi
         sp_output_success(out, outcome, value);
 }
 
+/* An async start that exited 0: stdout is the holder handle, canonical-domain
+ * JSON of at most 4 KiB (whitespace around it is fine). The job may be
+ * running whatever stdout says, so a bad handle is Unknown, not Failure. */
+static void held(cmd_run *r, sp_activity_output *out)
+{
+    sp_error err = {0};
+    json_t *handle = r->res.out_len <= SP_HANDLE_MAX && !r->res.out_over
+                         ? sp_json_parse(r->res.out, r->res.out_len, &err)
+                         : NULL;
+    size_t len = 0;
+    char *canonical = handle ? sp_json_encode_alloc(handle, &len, &err) : NULL;
+    free(canonical);
+    if (handle && canonical && len <= SP_HANDLE_MAX) {
+        sp_output_held(out, handle);
+        return;
+    }
+    json_decref(handle);
+    unknown(out, "command.malformed-handle", json_pack("{s:i}", "limit", SP_HANDLE_MAX),
+            "action %s: the async start command exited 0 but its stdout is not a handle "
+            "(canonical-domain JSON of at most %d bytes)%s%s", r->action_id, SP_HANDLE_MAX,
+            err.message[0] ? ": " : "", err.message);
+    sp_error_clear(&err);
+}
+
 /* ---- how it ended ---- */
 
 static void exited(cmd_run *r, sp_activity_output *out)
 {
     int code = r->res.exit_code;
+    if (r->spec.async && code == 0) {
+        held(r, out);
+        return;
+    }
     bool result_mode = r->spec.output == SP_OUTPUT_RESULT;
     const char *mapped = result_mode && code == 0 ? NULL : sp_command_exit_outcome(&r->spec, code);
     if (mapped)
@@ -293,12 +331,13 @@ static bool declared(const json_t *action, const char *outcome)
     return false;
 }
 
-static void check_declared(cmd_run *r, sp_activity_output *out)
+void sp_command_check_declared(const char *action_id, const json_t *action,
+                               sp_activity_output *out)
 {
     if (out->kind != SP_OUTPUT_SUCCESS)
         return;
     const char *outcome = out->outcome ? out->outcome : "ok";
-    if (declared(r->action, outcome))
+    if (declared(action, outcome))
         return;
     json_t *details = json_pack("{s:s}", "outcome", outcome);
     char shown[257];
@@ -306,36 +345,52 @@ static void check_declared(cmd_run *r, sp_activity_output *out)
     sp_activity_output undeclared;
     fail(&undeclared, "command.undeclared-outcome", false, details,
          "action %s: the command reported outcome \"%s\", which the action does not declare",
-         r->action_id, shown);
+         action_id, shown);
     sp_activity_output_free(out);
     *out = undeclared;
 }
 
+static void check_declared(cmd_run *r, sp_activity_output *out)
+{
+    sp_command_check_declared(r->action_id, r->action, out);
+}
+
 /* ---- the runner ---- */
 
-static void execute(cmd_run *r, const char *input, size_t input_len, sp_activity_output *out)
+int sp_command_exec(const sp_runner_ctx *ctx, const sp_command_spec *spec, const char *input,
+                    size_t input_len, const sp_command_limits *limits, sp_proc_result *res)
 {
-    char **env = build_env(r->ctx, &r->spec);
-    char *cwd = join_cwd(r->ctx->base_dir, r->spec.cwd);
+    char **env = build_env(ctx, spec);
+    char *cwd = join_cwd(ctx->base_dir, spec->cwd);
     if (!env || !cwd) {
         sp_proc_strv_free(env);
         free(cwd);
-        fail(out, "command.spawn", true, NULL, "action %s: out of memory", r->action_id);
-        return;
+        memset(res, 0, sizeof *res);
+        return -1;
     }
     sp_proc_spec ps = {
-        .argv = r->spec.argv,
+        .argv = spec->argv,
         .envp = (const char *const *)env,
         .cwd = cwd,
         .stdin_data = input,
         .stdin_len = input_len,
-        .has_timeout = r->spec.has_timeout,
-        .timeout_ms = r->spec.timeout_ms,
-        .stop = r->ctx->stop,
+        .has_timeout = spec->has_timeout || (limits && limits->default_timeout_ms),
+        .timeout_ms = spec->has_timeout ? spec->timeout_ms : limits ? limits->default_timeout_ms : 0,
+        .stop = ctx->stop,
+        .stdout_max = limits ? limits->stdout_max : 0,
     };
-    sp_proc_run(&ps, &r->res);
+    sp_proc_run(&ps, res);
     sp_proc_strv_free(env);
     free(cwd);
+    return 0;
+}
+
+static void execute(cmd_run *r, const char *input, size_t input_len, sp_activity_output *out)
+{
+    if (sp_command_exec(r->ctx, &r->spec, input, input_len, NULL, &r->res)) {
+        fail(out, "command.spawn", true, NULL, "action %s: out of memory", r->action_id);
+        return;
+    }
     map_end(r, out);
     check_declared(r, out);
     sp_proc_result_free(&r->res);

@@ -8,10 +8,14 @@
 #include <string.h>
 
 #include "json/decimal.h"
+#include "runners/async_spec.h"
 
-static const char *const KNOWN_MEMBERS[] = {"kind",    "effect", "outcomes",    "retry",
-                                            "argv",    "cwd",    "env",         "timeoutMs",
-                                            "output",  "exitOutcomes", "description", NULL};
+static const char *const KNOWN_MEMBERS[] = {"kind",   "effect", "outcomes",     "retry",
+                                            "argv",   "cwd",    "env",          "timeoutMs",
+                                            "output", "exitOutcomes", "description", "async",
+                                            NULL};
+/* A hook in command form: {"command": {argv, cwd?, env?, timeoutMs?}}. */
+static const char *const HOOK_MEMBERS[] = {"argv", "cwd", "env", "timeoutMs", NULL};
 
 static int invalid(sp_error *err, const char *action_id, const char *what)
 {
@@ -23,18 +27,19 @@ static bool plain_string(const json_t *v)
     return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
 }
 
-static int check_members(const char *id, const json_t *action, sp_error *err)
+static int check_members(const char *id, const json_t *action, const char *const *known_members,
+                         const char *what, sp_error *err)
 {
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)action, key, v)
     {
         bool known = false;
-        for (const char *const *k = KNOWN_MEMBERS; *k && !known; k++)
+        for (const char *const *k = known_members; *k && !known; k++)
             known = strcmp(*k, key) == 0;
         if (!known)
-            return sp_fail(err, "action.invalid",
-                           "action %s: unknown member \"%s\" for a command action", id, key);
+            return sp_fail(err, "action.invalid", "action %s: unknown member \"%s\" for %s", id,
+                           key, what);
     }
     return 0;
 }
@@ -173,29 +178,58 @@ static int parse_exits(const char *id, const json_t *action, sp_command_spec *s,
     return 0;
 }
 
+/* argv, cwd, env and timeoutMs: what an action and a hook share. */
+static int parse_process(const char *action_id, const json_t *obj, sp_command_spec *out,
+                         sp_error *err)
+{
+    const json_t *cwd = json_object_get(obj, "cwd");
+    int rc = parse_argv(action_id, json_object_get(obj, "argv"), out, err);
+    if (!rc && cwd && !plain_string(cwd))
+        rc = invalid(err, action_id, "cwd must be a string without NUL bytes");
+    if (!rc)
+        rc = parse_env(action_id, json_object_get(obj, "env"), out, err);
+    if (!rc)
+        rc = parse_timeout(action_id, json_object_get(obj, "timeoutMs"), out, err);
+    out->cwd = cwd && !rc ? json_string_value(cwd) : NULL;
+    return rc;
+}
+
 int sp_command_spec_parse(const char *action_id, const json_t *action, sp_command_spec *out,
                           sp_error *err)
 {
     memset(out, 0, sizeof *out);
-    const json_t *cwd = json_object_get(action, "cwd");
-    int rc = check_members(action_id, action, err);
+    int rc = check_members(action_id, action, KNOWN_MEMBERS, "a command action", err);
     if (!rc)
-        rc = parse_argv(action_id, json_object_get(action, "argv"), out, err);
-    if (!rc && cwd && !plain_string(cwd))
-        rc = invalid(err, action_id, "cwd must be a string without NUL bytes");
-    if (!rc)
-        rc = parse_env(action_id, json_object_get(action, "env"), out, err);
-    if (!rc)
-        rc = parse_timeout(action_id, json_object_get(action, "timeoutMs"), out, err);
+        rc = parse_process(action_id, action, out, err);
     if (!rc)
         rc = parse_output(action_id, json_object_get(action, "output"), out, err);
     if (!rc)
         rc = parse_exits(action_id, action, out, err);
+    if (!rc && json_object_get(action, "async")) {
+        out->async = calloc(1, sizeof *out->async);
+        rc = out->async ? sp_async_spec_parse(action_id, action, SP_ASYNC_COMMAND, out->async, err)
+                        : sp_oom(err);
+    }
     if (rc) {
         sp_command_spec_free(out);
         return -1;
     }
-    out->cwd = cwd ? json_string_value(cwd) : NULL;
+    return 0;
+}
+
+int sp_command_hook_parse(const char *action_id, const json_t *hook, sp_command_spec *out,
+                          sp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = json_is_object(hook)
+                 ? check_members(action_id, hook, HOOK_MEMBERS, "a command hook", err)
+                 : invalid(err, action_id, "a command hook is {argv, cwd?, env?, timeoutMs?}");
+    if (!rc)
+        rc = parse_process(action_id, hook, out, err);
+    if (rc) {
+        sp_command_spec_free(out);
+        return -1;
+    }
     return 0;
 }
 
@@ -204,6 +238,10 @@ void sp_command_spec_free(sp_command_spec *spec)
     free(spec->argv);
     free(spec->env);
     free(spec->exits);
+    if (spec->async) {
+        sp_async_spec_free(spec->async);
+        free(spec->async);
+    }
     memset(spec, 0, sizeof *spec);
 }
 

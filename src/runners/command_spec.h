@@ -31,6 +31,8 @@ typedef struct sp_exit_outcome {
     const char *outcome; /* borrowed from the action */
 } sp_exit_outcome;
 
+struct sp_async_spec;
+
 typedef struct sp_command_spec {
     const char **argv; /* NULL-terminated; strings borrowed from the action */
     size_t argc;
@@ -42,6 +44,7 @@ typedef struct sp_command_spec {
     sp_command_output output;
     sp_exit_outcome *exits;
     size_t nexits;
+    struct sp_async_spec *async; /* owned; NULL for a synchronous command */
 } sp_command_spec;
 
 #define SP_COMMAND_ARGV_MAX 4096
@@ -51,6 +54,38 @@ typedef struct sp_command_spec {
 int sp_command_spec_parse(const char *action_id, const json_t *action, sp_command_spec *out,
                           sp_error *err);
 void sp_command_spec_free(sp_command_spec *spec);
+
+/* Parse the inside of a command-form hook {argv, cwd?, env?, timeoutMs?}
+ * (engine.md §9); `hook` is kept alive by the caller. action.invalid. */
+int sp_command_hook_parse(const char *action_id, const json_t *hook, sp_command_spec *out,
+                          sp_error *err);
+
+struct sp_runner_ctx;
+struct sp_proc_result;
+
+typedef struct sp_command_limits {
+    uint64_t default_timeout_ms; /* when the spec has none; 0 = none */
+    size_t stdout_max;           /* 0 = the runner's default (64 KiB) */
+} sp_command_limits;
+
+/* Run a parsed command (an action or a hook) to its end with the runner's
+ * environment (engine env + spec env + SPORE_* identity), cwd rules and
+ * process-group supervision (command.c). -1 only when out of memory (then
+ * `res` holds nothing to free). */
+int sp_command_exec(const struct sp_runner_ctx *ctx, const sp_command_spec *spec,
+                    const char *input, size_t input_len, const sp_command_limits *limits,
+                    struct sp_proc_result *res);
+
+/* A result document {"outcome","output"} (Success) or
+ * {"error":{"code","message"},"retryable":bool} (Failure) into `out`; false
+ * when `doc` has neither shape. */
+struct sp_activity_output;
+bool sp_command_result_value(const json_t *doc, struct sp_activity_output *out);
+
+/* Turn a Success whose outcome `action` does not declare into the
+ * non-retryable Failure command.undeclared-outcome. */
+void sp_command_check_declared(const char *action_id, const json_t *action,
+                               struct sp_activity_output *out);
 
 /* The declared outcome for an exit code, or NULL. */
 const char *sp_command_exit_outcome(const sp_command_spec *spec, int code);

@@ -46,7 +46,15 @@ void sp_activity_output_free(sp_activity_output *o)
     free(o->outcome);
     json_decref(o->output);
     json_decref(o->error);
+    json_decref(o->handle);
     memset(o, 0, sizeof *o);
+}
+
+void sp_output_held(sp_activity_output *o, json_t *handle)
+{
+    memset(o, 0, sizeof *o);
+    o->kind = SP_OUTPUT_HELD;
+    o->handle = handle;
 }
 
 void sp_output_success(sp_activity_output *o, const char *outcome, json_t *output)

@@ -4,6 +4,9 @@
  */
 #include "runners/registry.h"
 
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runners/command_spec.h"
@@ -41,18 +44,81 @@ static int validate_native(const char *id, const json_t *action, sp_error *err)
 }
 
 static const sp_runner RUNNERS[] = {
-    {"command", validate_command, sp_command_run},
-    {"native", validate_native, sp_native_run},
+    {"command", validate_command, sp_command_run, false, true},
+    {"native", validate_native, sp_native_run, false, false},
+    {"external", sp_external_validate, sp_external_run, true, true},
 };
 
-static const char *const KINDS[] = {"command", "native", NULL};
+static const char *const KINDS[] = {"command", "native", "external", NULL};
+
+/* SPORE_DISABLED_KINDS=kind,kind: this host declines those kinds, exactly
+ * as if it had no runner for them (a host without a GPU, say, or tests of
+ * capability-missing). */
+static bool disabled(const char *kind)
+{
+    const char *list = getenv("SPORE_DISABLED_KINDS");
+    size_t n = strlen(kind);
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, kind, n) == 0)
+            return true;
+        p += len + (comma ? 1 : 0);
+    }
+    return false;
+}
 
 const sp_runner *sp_runner_find(const char *kind)
 {
     for (size_t i = 0; i < sizeof RUNNERS / sizeof RUNNERS[0]; i++)
         if (strcmp(RUNNERS[i].kind, kind) == 0)
-            return &RUNNERS[i];
+            return disabled(kind) ? NULL : &RUNNERS[i];
     return NULL;
 }
 
-const char *const *sp_runner_kinds(void) { return KINDS; }
+static const char *ENABLED[sizeof KINDS / sizeof KINDS[0]];
+static pthread_once_t ENABLED_ONCE = PTHREAD_ONCE_INIT;
+
+static void fill_enabled(void)
+{
+    size_t n = 0;
+    for (const char *const *k = KINDS; *k; k++)
+        if (!disabled(*k))
+            ENABLED[n++] = *k;
+    ENABLED[n] = NULL;
+}
+
+const char *const *sp_runner_kinds(void)
+{
+    pthread_once(&ENABLED_ONCE, fill_enabled);
+    return ENABLED;
+}
+
+static const char *hook_unservable(const json_t *hook, const char *name, char *why, size_t n)
+{
+    if (!json_is_object(hook) || !json_object_get(hook, "component"))
+        return NULL;
+    snprintf(why, n, "async.%s in component form needs the component runner, which this spore "
+             "does not have", name);
+    return why;
+}
+
+const char *sp_action_unservable(const json_t *action, char *why, size_t n)
+{
+    const json_t *kind = json_object_get(action, "kind");
+    if (!json_is_string(kind))
+        return "the action has no kind";
+    if (!sp_runner_find(json_string_value(kind))) {
+        snprintf(why, n, "no runner for kind \"%s\" in this spore (see spore capabilities)",
+                 json_string_value(kind));
+        return why;
+    }
+    const json_t *async = json_object_get(action, "async");
+    static const char *const hooks[] = {"probe", "watch", "stop", NULL};
+    for (const char *const *h = hooks; async && *h; h++) {
+        const char *missing = hook_unservable(json_object_get(async, *h), *h, why, n);
+        if (missing)
+            return missing;
+    }
+    return NULL;
+}

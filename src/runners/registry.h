@@ -24,9 +24,17 @@ typedef struct sp_runner {
      * `input` NULL means null. Returns promptly once ctx->stop fires. */
     int (*run)(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
                const json_t *input, sp_activity_output *out);
+    /* External kinds are never claimed by a worker: an actor claims them
+     * with `spore step claim` (engine.md §9). */
+    bool external;
+    /* The kind can be held asynchronously (engine.md §9). */
+    bool async;
 } sp_runner;
 
-/* The built-in runners' entry points (command.c, native.c). */
+/* The built-in runners' entry points (command.c, native.c, external.c). */
+int sp_external_validate(const char *action_id, const json_t *action, sp_error *err);
+int sp_external_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
+                    const json_t *input, sp_activity_output *out);
 int sp_command_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
                    const json_t *input, sp_activity_output *out);
 int sp_native_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
@@ -37,5 +45,10 @@ const sp_runner *sp_runner_find(const char *kind);
 
 /* The kinds this build can run, NULL-terminated (for `capabilities`). */
 const char *const *sp_runner_kinds(void);
+
+/* Can this host serve `action` as written: a runner for its kind, and every
+ * async hook in a form this build runs? Returns NULL when it can, else a
+ * sentence naming what is missing (static or in `why`). */
+const char *sp_action_unservable(const json_t *action, char *why, size_t n);
 
 #endif

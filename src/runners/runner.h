@@ -47,12 +47,17 @@ typedef struct sp_runner_ctx {
     const char *traceparent; /* W3C trace context for TRACEPARENT */
     sp_stop_signal *stop;
     const struct sp_native_registry *natives;
+    /* The attempt's step token (engine.md §9): given to an async start
+     * command as SPORE_TOKEN so the job can `spore step complete` itself.
+     * NULL when the attempt has none. */
+    const char *token;
 } sp_runner_ctx;
 
 typedef enum sp_output_kind {
     SP_OUTPUT_SUCCESS,
     SP_OUTPUT_FAILURE,
     SP_OUTPUT_UNKNOWN,
+    SP_OUTPUT_HELD, /* an async start: the job runs on; `handle` identifies it */
 } sp_output_kind;
 
 /* What a runner reports (engine.md §4 step 4). */
@@ -62,6 +67,7 @@ typedef struct sp_activity_output {
     json_t *output; /* success: the output value (NULL = null); owned */
     json_t *error;  /* failure/unknown: {code, message, nodeId: null, details}; owned */
     bool retryable; /* failure only (unknown is always retryable) */
+    json_t *handle; /* held: the holder handle (canonical, <= 4 KiB); owned */
 } sp_activity_output;
 
 void sp_activity_output_free(sp_activity_output *o);
@@ -73,5 +79,7 @@ void sp_output_failure(sp_activity_output *o, const char *code, bool retryable, 
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void sp_output_unknown(sp_activity_output *o, const char *code, json_t *details,
                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Held: `handle` ownership is taken. */
+void sp_output_held(sp_activity_output *o, json_t *handle);
 
 #endif

@@ -129,9 +129,9 @@ sp_store_rc sp_store_scan_ready(sp_store *s, const char *cursor, size_t limit, s
 
 #define DUE_ATTEMPT_COLS                                                                           \
     "attempt_id, tenant, run_id, invocation_id, owner, fence, owner_host, owner_pid,"              \
-    " owner_started, holder IS NOT NULL FROM attempts WHERE status = 'running' "
+    " owner_started, holder IS NOT NULL, deadline_ms FROM attempts WHERE status = 'running' "
 enum { DU_AT, DU_ID, DU_TENANT, DU_RUN, DU_INV, DU_OWNER, DU_FENCE, DU_HOST, DU_PID, DU_STARTED,
-       DU_HELD };
+       DU_HELD, DU_DEADLINE };
 /* outbox rows: at, invocation ID, tenant, run, action ID, package digest */
 enum { DU_ACTION = 4, DU_PACKAGE = 5 };
 
@@ -149,6 +149,7 @@ static void fill_due(const sp_db_rows *r, size_t i, sp_due_kind kind, sp_due_ite
         return;
     }
     item->held = sp_db_cell(r, i, DU_HELD)->i != 0;
+    item->deadline_ms = lg_u64(r, i, DU_DEADLINE);
     item->attempt.key = item->key;
     lg_copy(item->attempt.invocation_id, sizeof item->attempt.invocation_id, r, i, DU_INV);
     lg_copy(item->attempt.attempt_id, sizeof item->attempt.attempt_id, r, i, DU_ID);

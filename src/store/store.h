@@ -338,6 +338,7 @@ typedef struct sp_due_item {
     sp_attempt_ref attempt;  /* lease/deadline items */
     sp_owner_host host;      /* lease/deadline items: the owner's host */
     bool held;               /* lease/deadline items: the attempt has a holder */
+    uint64_t deadline_ms;    /* lease/deadline items: the hard deadline, 0 = none */
     char action_id[SP_STORE_ID_MAX + 1];             /* outbox items */
     char package_digest[SP_DIGEST_TEXT_LEN + 1];     /* outbox items: the run's package */
 } sp_due_item;
@@ -443,7 +444,9 @@ typedef struct sp_store_capabilities {
 typedef struct sp_store sp_store;
 
 /* Open a store from a location: a SQLite file path (created and initialized
- * when new or empty), or a postgres:// URL once that adapter exists.
+ * when new or empty), or a postgres:// / postgresql:// URL (libpq's URI
+ * form; the schema is created on first connect). sp_store_location() never
+ * shows the URL's password.
  * store.io / store.corrupt / schema.too-new / store.unsupported on error.
  * `clock` may be NULL for the system clock. */
 sp_store *sp_store_open(const char *location, const sp_clock *clock, sp_error *err);
@@ -536,6 +539,9 @@ sp_store_rc sp_store_get_blob(sp_store *s, const char *digest, void **bytes, siz
 /* A per-store secret shared by all workers of the store (created on first
  * use; 32 random bytes), for sealed handles (runners.md §5). */
 sp_store_rc sp_store_secret(sp_store *s, unsigned char out[32], sp_error *err);
+
+/* The adapters this build contains ("sqlite", ...), NULL-terminated. */
+const char *const *sp_store_adapters(void);
 
 /* The location string the store was opened with, with any password removed. */
 const char *sp_store_location(const sp_store *s);

@@ -1,0 +1,417 @@
+/*
+ * held.c - held async steps (engine.md §9): once an async start returned a
+ * handle, no worker holds the attempt, but every worker's tick looks after
+ * it: a watch per held attempt (outside the activity slots, own limit,
+ * stopped on shutdown), a probe at most every probeEveryMs, and at the
+ * deadline (or lease) the stop hook before the attempt is expired. The first
+ * result from any channel wins (the store fences the rest, which become late
+ * evidence).
+ *
+ * Must never block the tick (hooks run in their own threads), expire a held
+ * attempt on anything but an explicit `dead`, its deadline or its lease, or
+ * start a second watch of one attempt in this engine.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/failpoint.h"
+#include "engine/internal.h"
+#include "json/json.h"
+#include "runners/hooks.h"
+#include "runners/registry.h"
+
+#define WATCH_MAX 16
+#define PROBE_MAX 4
+#define WATCH_RETRY_MIN_MS 5000
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static bool same_attempt(const sp_attempt_ref *a, const sp_attempt_ref *b)
+{
+    return engine_same_key(&a->key, &b->key) && strcmp(a->attempt_id, b->attempt_id) == 0;
+}
+
+/* ---- memos: what this engine did for each held attempt ---- */
+
+static held_memo *memo(sp_engine *e, const sp_attempt_ref *ref)
+{
+    for (size_t i = 0; i < e->nmemos; i++)
+        if (same_attempt(&e->memos[i].attempt, ref))
+            return &e->memos[i];
+    if (e->nmemos == e->memo_cap) {
+        size_t cap = e->memo_cap ? 2 * e->memo_cap : 16;
+        held_memo *m = realloc(e->memos, cap * sizeof *m);
+        if (!m)
+            return NULL;
+        e->memos = m;
+        e->memo_cap = cap;
+    }
+    held_memo *m = &e->memos[e->nmemos++];
+    memset(m, 0, sizeof *m);
+    m->attempt = *ref;
+    return m;
+}
+
+/* Forget attempts that were not held in the last full scan. */
+static void memos_sweep(sp_engine *e)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < e->nmemos; i++)
+        if (e->memos[i].seen) {
+            e->memos[i].seen = false;
+            e->memos[kept++] = e->memos[i];
+        }
+    e->nmemos = kept;
+}
+
+/* ---- jobs ---- */
+
+static bool job_running(sp_engine *e, const sp_attempt_ref *ref, held_job_kind kind)
+{
+    for (held_job *j = e->held_jobs; j; j = j->next)
+        if (!j->done && j->kind == kind && same_attempt(&j->attempt, ref))
+            return true;
+    return false;
+}
+
+static sp_runner_ctx hook_ctx(held_job *j)
+{
+    return (sp_runner_ctx){.tenant = j->attempt.key.tenant,
+                           .run_id = j->attempt.key.run_id,
+                           .node_id = j->node_id,
+                           .action_id = j->action_id,
+                           .invocation_id = j->attempt.invocation_id,
+                           .effect_key = j->attempt.invocation_id,
+                           .attempt = j->attempt_number,
+                           .base_dir = j->engine->base_dir,
+                           .stop = &j->stop,
+                           .natives = j->engine->cfg.natives};
+}
+
+static void finish_with(held_job *j, const sp_activity_output *out)
+{
+    sp_engine *e = j->engine;
+    sp_claim claim;
+    memset(&claim, 0, sizeof claim);
+    claim.attempt = j->attempt;
+    claim.attempt_number = j->attempt_number;
+    sp_error err = {0};
+    size_t len;
+    char *body = engine_result_body(&claim, out, &len, &err);
+    if (body) {
+        engine_finish_or_keep(e, &j->attempt, body, len, "watch-result-late", &err);
+        free(body);
+    }
+    sp_error_clear(&err);
+}
+
+static void run_watch(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx)
+{
+    sp_activity_output out;
+    if (sp_hook_watch(ctx, spec, j->action_id, j->action, j->handle, &out)) {
+        if (!sp_stop_fired(&j->stop))
+            finish_with(j, &out);
+        sp_activity_output_free(&out);
+        return;
+    }
+    pthread_mutex_lock(&j->engine->mu); /* lost sight: try again later */
+    held_memo *m = memo(j->engine, &j->attempt);
+    if (m)
+        m->watch_after_ms = mono_ms() + (spec->probe_every_ms > WATCH_RETRY_MIN_MS
+                                             ? spec->probe_every_ms
+                                             : WATCH_RETRY_MIN_MS);
+    pthread_mutex_unlock(&j->engine->mu);
+}
+
+static void expire_now(held_job *j, sp_expire_reason reason)
+{
+    sp_tick_stats stats;
+    memset(&stats, 0, sizeof stats);
+    sp_error err = {0};
+    engine_expire(j->engine, &j->attempt, reason, &stats, &err);
+    sp_error_clear(&err);
+}
+
+/* A stop job for the attempt is running: it kills the job and expires the
+ * attempt with the deadline's reason; a probe must not race it. */
+static bool stopping(sp_engine *e, const sp_attempt_ref *ref)
+{
+    pthread_mutex_lock(&e->mu);
+    bool yes = job_running(e, ref, HELD_STOP);
+    pthread_mutex_unlock(&e->mu);
+    return yes;
+}
+
+static void *job_main(void *arg)
+{
+    held_job *j = arg;
+    sp_async_spec spec;
+    sp_error err = {0};
+    sp_runner_ctx ctx = hook_ctx(j);
+    if (sp_async_spec_parse(j->action_id, j->action, SP_ASYNC_COMMAND, &spec, &err) == 0) {
+        if (j->kind == HELD_WATCH)
+            run_watch(j, &spec, &ctx);
+        else if (j->kind == HELD_PROBE && sp_hook_probe(&ctx, &spec, j->handle) == SP_HOLDER_DEAD &&
+                 !stopping(j->engine, &j->attempt))
+            expire_now(j, SP_EXPIRE_PROBE_DEAD);
+        else if (j->kind == HELD_STOP) {
+            sp_hook_stop(&ctx, &spec, j->handle);
+            expire_now(j, j->reason);
+        }
+        sp_async_spec_free(&spec);
+    }
+    sp_error_clear(&err);
+    pthread_mutex_lock(&j->engine->mu);
+    j->done = true;
+    j->engine->settled++;
+    pthread_cond_broadcast(&j->engine->settled_cv);
+    pthread_mutex_unlock(&j->engine->mu);
+    return NULL;
+}
+
+static void free_job(held_job *j)
+{
+    json_decref(j->handle);
+    json_decref(j->action);
+    sp_stop_destroy(&j->stop);
+    free(j);
+}
+
+/* Start a job (called with e->mu held). */
+static void start_job(sp_engine *e, held_job_kind kind, const sp_attempt_ref *ref,
+                      uint32_t attempt_number, const char *node_id, const char *action_id,
+                      const json_t *action, const json_t *handle, sp_expire_reason reason)
+{
+    held_job *j = calloc(1, sizeof *j);
+    sp_error err = {0};
+    if (!j || sp_stop_init(&j->stop, &err)) {
+        free(j);
+        sp_error_clear(&err);
+        return;
+    }
+    j->engine = e;
+    j->kind = kind;
+    j->attempt = *ref;
+    j->attempt_number = attempt_number;
+    snprintf(j->node_id, sizeof j->node_id, "%s", node_id);
+    snprintf(j->action_id, sizeof j->action_id, "%s", action_id);
+    j->action = json_deep_copy(action);
+    j->handle = json_deep_copy(handle);
+    j->reason = reason;
+    if (!j->action || !j->handle || pthread_create(&j->thread, NULL, job_main, j) != 0) {
+        free_job(j);
+        return;
+    }
+    j->next = e->held_jobs;
+    e->held_jobs = j;
+}
+
+void engine_held_reap(sp_engine *e, bool wait_all)
+{
+    held_job *finished = NULL;
+    pthread_mutex_lock(&e->mu);
+    for (held_job **p = &e->held_jobs; *p;) {
+        held_job *j = *p;
+        if (wait_all)
+            sp_stop_fire(&j->stop);
+        if (j->done || wait_all) {
+            *p = j->next;
+            j->next = finished;
+            finished = j;
+        } else {
+            p = &j->next;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    while (finished) {
+        held_job *j = finished;
+        finished = j->next;
+        pthread_join(j->thread, NULL);
+        free_job(j);
+    }
+}
+
+void engine_held_stop_watches(sp_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    for (held_job *j = e->held_jobs; j; j = j->next)
+        if (j->kind == HELD_WATCH)
+            sp_stop_fire(&j->stop);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static uint32_t count_jobs(sp_engine *e, held_job_kind kind)
+{
+    uint32_t n = 0;
+    for (held_job *j = e->held_jobs; j; j = j->next)
+        n += !j->done && j->kind == kind;
+    return n;
+}
+
+/* ---- the tick's part ---- */
+
+typedef struct held_action {
+    const json_t *action;
+    sp_async_spec spec;
+} held_action;
+
+/* The action of a held item, when this host can serve it. */
+static bool load_action(sp_engine *e, const char *package_digest, const char *action_id,
+                        held_action *out)
+{
+    sp_error err = {0};
+    const sp_workflow *wf = engine_workflow(e, package_digest, &err);
+    const sp_action *a = wf ? sp_workflow_action(wf, action_id) : NULL;
+    char why[256];
+    bool ok = a && kind_is(a->raw, "command") && !sp_action_unservable(a->raw, why, sizeof why) &&
+              sp_async_spec_parse(action_id, a->raw, SP_ASYNC_COMMAND, &out->spec, &err) == 0;
+    sp_error_clear(&err);
+    out->action = ok ? a->raw : NULL;
+    return ok;
+}
+
+static void look_after(sp_engine *e, const sp_held_item *item, uint64_t now)
+{
+    held_action ha;
+    if (!load_action(e, item->package_digest, item->action_id, &ha))
+        return; /* external, or capability missing: left untouched */
+    json_t *handle = sp_json_parse(item->holder, strlen(item->holder), NULL);
+    pthread_mutex_lock(&e->mu);
+    held_memo *m = handle ? memo(e, &item->attempt) : NULL;
+    if (m && !e->shutting_down) {
+        m->seen = true;
+        if (sp_hook_can_watch(&ha.spec) && now >= m->watch_after_ms &&
+            !job_running(e, &item->attempt, HELD_WATCH) && count_jobs(e, HELD_WATCH) < WATCH_MAX)
+            start_job(e, HELD_WATCH, &item->attempt, item->attempt_number, item->node_id,
+                      item->action_id, ha.action, handle, SP_EXPIRE_LEASE);
+        if (sp_hook_can_probe(&ha.spec, handle) && now - m->last_probe_ms >= ha.spec.probe_every_ms &&
+            !job_running(e, &item->attempt, HELD_PROBE) &&
+            !job_running(e, &item->attempt, HELD_STOP) && count_jobs(e, HELD_PROBE) < PROBE_MAX) {
+            m->last_probe_ms = now;
+            start_job(e, HELD_PROBE, &item->attempt, item->attempt_number, item->node_id,
+                      item->action_id, ha.action, handle, SP_EXPIRE_PROBE_DEAD);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    json_decref(handle);
+    sp_async_spec_free(&ha.spec);
+}
+
+int engine_held_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
+{
+    engine_held_reap(e, false);
+    char *cursor = NULL;
+    uint64_t now = mono_ms();
+    do {
+        sp_held_page page;
+        sp_store_rc rc = sp_store_scan_held(e->store, cursor, ENGINE_PAGE, &page, err);
+        free(cursor);
+        cursor = NULL;
+        if (rc != SP_STORE_OK) {
+            stats->store_unavailable = sp_store_rc_transient(rc);
+            return -1;
+        }
+        for (size_t i = 0; i < page.n; i++)
+            look_after(e, &page.items[i], now);
+        if (page.next_cursor)
+            cursor = strdup(page.next_cursor);
+        sp_held_page_free(&page);
+    } while (cursor);
+    pthread_mutex_lock(&e->mu);
+    memos_sweep(e);
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+/* A held attempt is due (lease or deadline): stop the job first when a stop
+ * is possible, then expire (engine.md §9: "stop on deadline"). */
+int engine_held_expire(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats, sp_error *err)
+{
+    sp_expire_reason reason = item->deadline_ms && item->at_ms >= item->deadline_ms
+                                  ? SP_EXPIRE_DEADLINE
+                                  : SP_EXPIRE_LEASE;
+    sp_held_item held;
+    bool found = false;
+    if (engine_held_lookup(e, &item->attempt, &held, &found, err))
+        return -1;
+    held_action ha;
+    json_t *handle = found ? sp_json_parse(held.holder, strlen(held.holder), NULL) : NULL;
+    bool stoppable = handle && load_action(e, held.package_digest, held.action_id, &ha);
+    if (stoppable) {
+        if (sp_hook_can_stop(&ha.spec, handle)) {
+            pthread_mutex_lock(&e->mu);
+            if (!job_running(e, &item->attempt, HELD_STOP))
+                start_job(e, HELD_STOP, &item->attempt, held.attempt_number, held.node_id,
+                          held.action_id, ha.action, handle, reason);
+            pthread_mutex_unlock(&e->mu);
+        } else {
+            stoppable = false;
+        }
+        sp_async_spec_free(&ha.spec);
+    }
+    json_decref(handle);
+    if (found)
+        free(held.holder);
+    return stoppable ? 0 : engine_expire(e, &item->attempt, reason, stats, err);
+}
+
+int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *out, bool *found,
+                       sp_error *err)
+{
+    *found = false;
+    char *cursor = NULL;
+    do {
+        sp_held_page page;
+        if (sp_store_scan_held(e->store, cursor, ENGINE_PAGE, &page, err) != SP_STORE_OK) {
+            free(cursor);
+            return -1;
+        }
+        free(cursor);
+        cursor = NULL;
+        for (size_t i = 0; i < page.n && !*found; i++)
+            if (same_attempt(&page.items[i].attempt, ref)) {
+                *out = page.items[i];
+                page.items[i].holder = NULL; /* moved to the caller */
+                *found = true;
+            }
+        if (!*found && page.next_cursor)
+            cursor = strdup(page.next_cursor);
+        sp_held_page_free(&page);
+    } while (cursor);
+    return 0;
+}
+
+bool engine_held_unobservable(sp_engine *e, const sp_run_key *key, const char *invocation_id,
+                              const sp_action *action)
+{
+    sp_invocation_list list;
+    sp_error err = {0};
+    if (!invocation_id || sp_store_list_invocations(e->store, key, &list, &err) != SP_STORE_OK) {
+        sp_error_clear(&err);
+        return false;
+    }
+    bool unobservable = false;
+    for (size_t i = 0; i < list.n; i++) {
+        const sp_invocation_view *v = &list.items[i];
+        if (strcmp(v->invocation_id, invocation_id) != 0 || !v->has_attempt || !v->holder ||
+            strcmp(v->attempt_status, "running") != 0)
+            continue;
+        sp_async_spec spec;
+        json_t *handle = sp_json_parse(v->holder, strlen(v->holder), NULL);
+        if (handle &&
+            sp_async_spec_parse(action->id, action->raw, SP_ASYNC_COMMAND, &spec, &err) == 0) {
+            unobservable = !sp_hook_can_probe(&spec, handle) && !sp_hook_can_watch(&spec);
+            sp_async_spec_free(&spec);
+        }
+        json_decref(handle);
+    }
+    sp_error_clear(&err);
+    sp_invocation_list_free(&list);
+    return unobservable;
+}

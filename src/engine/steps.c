@@ -1,0 +1,347 @@
+/*
+ * steps.c - what an actor does with external and async steps (engine.md
+ * §9): claim an external step, renew its lease, complete or fail it with
+ * the token, and abandon a run's running step.
+ *
+ * Must never record anything for an invalid answer (undeclared outcome,
+ * oversize or non-canonical output, bad code): those are refused before the
+ * store is touched; never claim a step that is not external or whose actor
+ * does not match; never act without a token whose MAC verifies.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/random.h"
+#include "engine/internal.h"
+#include "json/json.h"
+#include "runners/async_spec.h"
+#include "runners/hooks.h"
+#include "runners/registry.h"
+
+void sp_step_claim_free(sp_step_claim *c)
+{
+    json_decref(c->input);
+    json_decref(c->outcomes);
+    json_decref(c->description);
+    memset(c, 0, sizeof *c);
+}
+
+static const sp_action *action_of(sp_engine *e, const char *package_digest, const char *action_id,
+                                  sp_error *err)
+{
+    const sp_workflow *wf = engine_workflow(e, package_digest, err);
+    const sp_action *a = wf ? sp_workflow_action(wf, action_id) : NULL;
+    if (wf && !a)
+        sp_fail(err, "host.action-missing", "action %s is not in the run's package", action_id);
+    return a;
+}
+
+static bool actor_matches(const json_t *action, const char *actor)
+{
+    const json_t *a = json_object_get(action, "actor");
+    if (!actor)
+        return a == NULL;
+    return json_is_string(a) && strcmp(json_string_value(a), actor) == 0;
+}
+
+static json_t *declared_outcomes(const sp_action *a)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < a->noutcomes; i++)
+        json_array_append_new(list, json_string(a->outcomes[i]));
+    return list;
+}
+
+/* A mini tick so that expired claims and pending retries are claimable. */
+static void refresh(sp_engine *e, const sp_run_key *only)
+{
+    sp_tick_stats stats;
+    memset(&stats, 0, sizeof stats);
+    sp_error err = {0};
+    if (engine_sweep(e, &stats, &err) == 0)
+        engine_coordinate(e, &stats, only, &err);
+    sp_error_clear(&err);
+}
+
+static int fill_claim(sp_engine *e, const sp_claim *c, const sp_action *a, sp_step_claim *out,
+                      sp_error *err)
+{
+    if (engine_token_make(e, &c->attempt, out->token, sizeof out->token, err))
+        return -1;
+    out->key = c->attempt.key;
+    snprintf(out->invocation_id, sizeof out->invocation_id, "%s", c->attempt.invocation_id);
+    snprintf(out->attempt_id, sizeof out->attempt_id, "%s", c->attempt.attempt_id);
+    out->attempt = c->attempt_number;
+    snprintf(out->node_id, sizeof out->node_id, "%s", c->node_id);
+    snprintf(out->action_id, sizeof out->action_id, "%s", c->action_id);
+    out->input = sp_json_parse_canonical(c->input, c->input_len, NULL);
+    out->outcomes = declared_outcomes(a);
+    const json_t *d = json_object_get(a->raw, "description");
+    out->description = d ? json_incref((json_t *)d) : NULL;
+    out->deadline_ms = c->deadline_ms;
+    out->lease_until_ms = c->lease_until_ms;
+    return out->input && out->outcomes ? 0 : sp_oom(err);
+}
+
+/* Try to claim one outbox item; 1 claimed, 0 not this one, -1 error. */
+static int try_claim(sp_engine *e, const sp_due_item *item, const char *actor, const char *holder,
+                     sp_step_claim *out, sp_error *err)
+{
+    sp_error lookup = {0};
+    const sp_action *a = action_of(e, item->package_digest, item->action_id, &lookup);
+    sp_error_clear(&lookup);
+    if (!a || !kind_is(a->raw, "external") || !actor_matches(a->raw, actor))
+        return 0;
+    sp_async_spec spec;
+    if (sp_async_spec_parse(a->id, a->raw, SP_ASYNC_EXTERNAL, &spec, err))
+        return -1;
+    char owner[40], request_id[SP_STORE_REQUEST_ID_MAX];
+    memcpy(owner, "ext-", 4);
+    sp_random_hex(owner + 4, 16);
+    snprintf(request_id, sizeof request_id, "claim/%s/%s", item->id, owner);
+    sp_claim_req req = {.key = item->key,
+                        .request_id = request_id,
+                        .invocation_id = item->id,
+                        .worker = owner,
+                        .lease_duration_ms = spec.has_lease ? spec.lease_ms : spec.timeout_ms,
+                        .holder = holder,
+                        .deadline_in_ms = spec.timeout_ms};
+    sp_async_spec_free(&spec);
+    sp_claim c;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_claim_attempt(e->store, &req, &c, err));
+    if (rc != SP_STORE_OK) {
+        if (sp_store_rc_transient(rc))
+            return -1;
+        sp_error_clear(err); /* someone else was faster */
+        return 0;
+    }
+    int r = fill_claim(e, &c, a, out, err) ? -1 : 1;
+    sp_claim_free(&c);
+    return r;
+}
+
+int sp_engine_step_claim(sp_engine *e, const char *run_id, const char *actor,
+                         const json_t *holder_value, sp_step_claim *out, bool *claimed,
+                         sp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    *claimed = false;
+    sp_run_key only;
+    if (run_id && sp_engine_key(e, run_id, &only, err))
+        return -1;
+    refresh(e, run_id ? &only : NULL);
+    char *holder = holder_value ? sp_json_encode_alloc(holder_value, NULL, err) : NULL;
+    if (holder_value && !holder)
+        return -1;
+    char *cursor = NULL;
+    int r = 0;
+    do {
+        sp_due_page page;
+        if (sp_store_scan_due(e->store, cursor, ENGINE_PAGE, &page, err) != SP_STORE_OK) {
+            r = -1;
+            break;
+        }
+        free(cursor);
+        cursor = NULL;
+        for (size_t i = 0; i < page.n && r == 0; i++)
+            if (page.items[i].kind == SP_DUE_OUTBOX &&
+                (!run_id || engine_same_key(&only, &page.items[i].key)))
+                r = try_claim(e, &page.items[i], actor, holder, out, err);
+        if (r == 0 && page.next_cursor)
+            cursor = strdup(page.next_cursor);
+        sp_due_page_free(&page);
+    } while (cursor);
+    free(cursor);
+    free(holder);
+    *claimed = r == 1;
+    return r < 0 ? -1 : 0;
+}
+
+/* ---- acting with a token ---- */
+
+typedef struct step_ctx {
+    sp_attempt_ref ref;
+    uint32_t attempt_number;
+    const sp_action *action;
+} step_ctx;
+
+static int from_token(sp_engine *e, const char *token, step_ctx *s, sp_error *err)
+{
+    if (engine_token_parse(e, token, &s->ref, err))
+        return -1;
+    const char *dot = strrchr(s->ref.attempt_id, '.');
+    s->attempt_number = dot ? (uint32_t)strtoul(dot + 1, NULL, 10) : 0;
+    sp_invocation_list list;
+    if (sp_store_list_invocations(e->store, &s->ref.key, &list, err) != SP_STORE_OK)
+        return -1;
+    char action_id[SP_STORE_ID_MAX + 1] = "";
+    for (size_t i = 0; i < list.n; i++)
+        if (strcmp(list.items[i].invocation_id, s->ref.invocation_id) == 0)
+            snprintf(action_id, sizeof action_id, "%s", list.items[i].action_id);
+    sp_invocation_list_free(&list);
+    sp_run_view view;
+    bool found = false;
+    if (sp_store_get_run(e->store, &s->ref.key, &view, &found, err) != SP_STORE_OK)
+        return -1;
+    if (!found || !action_id[0]) {
+        if (found)
+            sp_run_view_free(&view);
+        return sp_fail(err, "step.token-invalid", "the token names no step of this store");
+    }
+    s->action = action_of(e, view.package_digest, action_id, err);
+    sp_run_view_free(&view);
+    return s->action ? 0 : -1;
+}
+
+int sp_engine_step_renew(sp_engine *e, const char *token, uint64_t *lease_until_ms, sp_error *err)
+{
+    step_ctx s;
+    if (from_token(e, token, &s, err))
+        return -1;
+    sp_async_spec spec;
+    bool external = kind_is(s.action->raw, "external");
+    if (sp_async_spec_parse(s.action->id, s.action->raw,
+                            external ? SP_ASYNC_EXTERNAL : SP_ASYNC_COMMAND, &spec, err))
+        return -1;
+    char request_id[SP_STORE_REQUEST_ID_MAX];
+    engine_request_id(e, "renew", s.ref.attempt_id, request_id, sizeof request_id);
+    sp_heartbeat_req req = {s.ref, request_id, spec.has_lease ? spec.lease_ms : spec.timeout_ms};
+    sp_async_spec_free(&spec);
+    sp_heartbeat_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(rc, err, sp_store_heartbeat(e->store, &req, &res, err));
+    if (rc != SP_STORE_OK)
+        return -1;
+    *lease_until_ms = res.lease_until_ms;
+    return 0;
+}
+
+static int finish(sp_engine *e, const step_ctx *s, const sp_activity_output *out, sp_error *err)
+{
+    sp_claim claim;
+    memset(&claim, 0, sizeof claim);
+    claim.attempt = s->ref;
+    claim.attempt_number = s->attempt_number;
+    size_t len;
+    char *body = engine_result_body(&claim, out, &len, err);
+    if (!body)
+        return -1;
+    sp_store_rc rc = engine_finish_or_keep(e, &s->ref, body, len, "step-result-late", err);
+    free(body);
+    return rc == SP_STORE_OK ? 0 : -1;
+}
+
+int sp_engine_step_complete(sp_engine *e, const char *token, const char *outcome,
+                            const json_t *output, sp_error *err)
+{
+    step_ctx s;
+    if (from_token(e, token, &s, err))
+        return -1;
+    if (!sp_action_declares(s.action, outcome, strlen(outcome)))
+        return sp_fail(err, "step.undeclared-outcome",
+                       "action %s does not declare outcome \"%s\"", s.action->id, outcome);
+    sp_buf b = SP_BUF_INIT;
+    b.limit = SP_STORE_EVENT_MAX - 1024; /* room for the result's other members */
+    int rc = sp_json_encode(output ? output : json_null(), &b, err);
+    sp_buf_free(&b);
+    if (rc)
+        return strcmp(err->code, "canonical.too-large") == 0
+                   ? sp_fail(err, "step.output-too-large", "the output is larger than 64 KiB")
+                   : -1;
+    sp_activity_output out;
+    sp_output_success(&out, outcome, output ? json_incref((json_t *)output) : NULL);
+    rc = finish(e, &s, &out, err);
+    sp_activity_output_free(&out);
+    return rc;
+}
+
+int sp_engine_step_fail(sp_engine *e, const char *token, const char *message, const char *code,
+                        bool retryable, sp_error *err)
+{
+    if (!code)
+        code = "external.failed";
+    if (!sp_is_error_code(code, strlen(code)))
+        return sp_fail(err, "usage", "--code must match [a-z0-9][a-z0-9.-]{0,63}");
+    step_ctx s;
+    if (from_token(e, token, &s, err))
+        return -1;
+    sp_activity_output out;
+    sp_output_failure(&out, code, retryable, NULL, "%s", message);
+    int rc = finish(e, &s, &out, err);
+    sp_activity_output_free(&out);
+    return rc;
+}
+
+/* ---- abandon ---- */
+
+static void stop_job(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
+                     const char *package_digest)
+{
+    sp_error err = {0};
+    const sp_action *a = action_of(e, package_digest, v->action_id, &err);
+    sp_error_clear(&err);
+    sp_async_spec spec;
+    if (!a || !v->holder || !kind_is(a->raw, "command") ||
+        sp_async_spec_parse(a->id, a->raw, SP_ASYNC_COMMAND, &spec, &err)) {
+        sp_error_clear(&err);
+        return;
+    }
+    json_t *handle = sp_json_parse(v->holder, strlen(v->holder), NULL);
+    sp_stop_signal never;
+    if (handle && sp_stop_init(&never, &err) == 0) {
+        sp_runner_ctx ctx = {.tenant = key->tenant,
+                             .run_id = key->run_id,
+                             .node_id = v->node_id,
+                             .action_id = v->action_id,
+                             .invocation_id = v->invocation_id,
+                             .effect_key = v->effect_key,
+                             .attempt = v->attempt_number,
+                             .base_dir = e->base_dir,
+                             .stop = &never};
+        sp_hook_stop(&ctx, &spec, handle);
+        sp_stop_destroy(&never);
+    }
+    sp_error_clear(&err);
+    json_decref(handle);
+    sp_async_spec_free(&spec);
+}
+
+int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id, size_t n,
+                           sp_error *err)
+{
+    sp_run_view view;
+    bool found = false;
+    if (sp_store_get_run(e->store, key, &view, &found, err) != SP_STORE_OK)
+        return -1;
+    if (!found)
+        return sp_fail(err, "run.not-found", "no run %s", key->run_id);
+    sp_invocation_list list;
+    int rc = -1;
+    if (sp_store_list_invocations(e->store, key, &list, err) == SP_STORE_OK) {
+        rc = sp_fail(err, "step.none", "run %s has no running step to abandon", key->run_id);
+        for (size_t i = 0; i < list.n; i++) {
+            const sp_invocation_view *v = &list.items[i];
+            if (!v->has_attempt || strcmp(v->attempt_status, "running") != 0)
+                continue;
+            sp_error_clear(err);
+            stop_job(e, key, v, view.package_digest);
+            sp_attempt_ref ref = {.key = *key, .fence = v->fence};
+            snprintf(ref.invocation_id, sizeof ref.invocation_id, "%s", v->invocation_id);
+            snprintf(ref.attempt_id, sizeof ref.attempt_id, "%s", v->attempt_id);
+            snprintf(ref.owner, sizeof ref.owner, "%s", v->owner);
+            snprintf(attempt_id, n, "%s", v->attempt_id);
+            char request_id[SP_STORE_REQUEST_ID_MAX];
+            snprintf(request_id, sizeof request_id, "expire/%s", v->attempt_id);
+            sp_expire_req req = {ref, request_id, SP_EXPIRE_ABANDONED};
+            sp_finish_res res;
+            sp_store_rc src;
+            ENGINE_RETRY(src, err, sp_store_expire_attempt(e->store, &req, &res, err));
+            rc = src == SP_STORE_OK ? 0 : -1;
+            break;
+        }
+        sp_invocation_list_free(&list);
+    }
+    sp_run_view_free(&view);
+    return rc;
+}

@@ -1,0 +1,101 @@
+/*
+ * stepview.c - the `step` member of a run's status (engine.md §9): the
+ * running step's kind, actor, state (ready | running | held | settled |
+ * capability-missing), holder, deadline, lease and attempt, and for a held
+ * step this host can probe, the answer of an on-demand probe.
+ *
+ * Must never change the run: an on-demand probe that says `dead` is shown,
+ * and the next sweep (or probe of any worker) ends the attempt.
+ */
+#include <string.h>
+
+#include "engine/internal.h"
+#include "json/decimal.h"
+#include "json/json.h"
+#include "runners/hooks.h"
+#include "runners/registry.h"
+
+static const char *state_of(const sp_invocation_view *v, const json_t *action)
+{
+    char why[256];
+    if (sp_action_unservable(action, why, sizeof why))
+        return "capability-missing";
+    if (strcmp(v->status, "pending") == 0)
+        return "ready";
+    if (strcmp(v->status, "running") == 0)
+        return v->holder || kind_is(action, "external") ? "held" : "running";
+    return "settled";
+}
+
+static json_t *probe_now(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
+                         const sp_action *a, const json_t *handle)
+{
+    sp_async_spec spec;
+    sp_error err = {0};
+    if (!handle || !kind_is(a->raw, "command") ||
+        sp_async_spec_parse(a->id, a->raw, SP_ASYNC_COMMAND, &spec, &err)) {
+        sp_error_clear(&err);
+        return json_null();
+    }
+    json_t *out = json_null();
+    sp_stop_signal never;
+    if (sp_hook_can_probe(&spec, handle) && sp_stop_init(&never, &err) == 0) {
+        sp_runner_ctx ctx = {.tenant = key->tenant,
+                             .run_id = key->run_id,
+                             .node_id = v->node_id,
+                             .action_id = v->action_id,
+                             .invocation_id = v->invocation_id,
+                             .effect_key = v->effect_key,
+                             .attempt = v->attempt_number,
+                             .base_dir = e->base_dir,
+                             .stop = &never};
+        out = json_string(sp_holder_state_name(sp_hook_probe(&ctx, &spec, handle)));
+        sp_stop_destroy(&never);
+    }
+    sp_error_clear(&err);
+    sp_async_spec_free(&spec);
+    return out;
+}
+
+static json_t *view_of(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
+                       const sp_action *a)
+{
+    bool attempted = v->has_attempt && strcmp(v->status, "pending") != 0;
+    bool running = attempted && strcmp(v->attempt_status, "running") == 0;
+    json_t *holder = running && v->holder ? sp_json_parse(v->holder, strlen(v->holder), NULL)
+                                          : NULL;
+    const json_t *actor = json_object_get(a->raw, "actor");
+    const json_t *kind = json_object_get(a->raw, "kind");
+    json_t *out = json_pack(
+        "{s:O,s:O,s:s,s:O,s:o,s:o,s:o,s:o}", "kind", kind ? kind : json_null(), "actor",
+        actor ? actor : json_null(), "state", state_of(v, a->raw), "holder",
+        holder ? holder : json_null(), "deadlineMs",
+        running && v->deadline_ms ? sp_decimal_json(v->deadline_ms) : json_null(),
+        "leaseUntilMs", running ? sp_decimal_json(v->lease_until_ms) : json_null(), "attempt",
+        json_integer(v->attempt_number), "probe",
+        running && holder ? probe_now(e, key, v, a, holder) : json_null());
+    json_decref(holder);
+    return out;
+}
+
+json_t *sp_engine_step_view(sp_engine *e, const sp_run_view *run)
+{
+    json_t *snap = run->snapshot ? sp_json_parse(run->snapshot, run->snapshot_len, NULL) : NULL;
+    const json_t *inv = json_object_get(snap, "invocation");
+    const char *inv_id = json_string_value(json_object_get(inv, "invocationId"));
+    const char *action_id = json_string_value(json_object_get(inv, "actionId"));
+    sp_error err = {0};
+    const sp_workflow *wf = inv_id ? engine_workflow(e, run->package_digest, &err) : NULL;
+    const sp_action *a = wf && action_id ? sp_workflow_action(wf, action_id) : NULL;
+    json_t *out = NULL;
+    sp_invocation_list list;
+    if (a && sp_store_list_invocations(e->store, &run->key, &list, &err) == SP_STORE_OK) {
+        for (size_t i = 0; i < list.n && !out; i++)
+            if (strcmp(list.items[i].invocation_id, inv_id) == 0)
+                out = view_of(e, &run->key, &list.items[i], a);
+        sp_invocation_list_free(&list);
+    }
+    sp_error_clear(&err);
+    json_decref(snap);
+    return out ? out : json_null();
+}

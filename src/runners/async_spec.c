@@ -1,0 +1,107 @@
+/*
+ * async_spec.c - parsing `async` (see async_spec.h). Never accepts an
+ * unknown member, a lease not shorter than the deadline, or a hook form
+ * this build cannot serve.
+ */
+#include "runners/async_spec.h"
+
+#include <string.h>
+
+#include "json/decimal.h"
+
+static int invalid(sp_error *err, const char *id, const char *what)
+{
+    return sp_fail(err, "action.invalid", "action %s: async: %s", id, what);
+}
+
+static bool known(const char *key, const char *const *names)
+{
+    for (; *names; names++)
+        if (strcmp(*names, key) == 0)
+            return true;
+    return false;
+}
+
+static int parse_ms(const char *id, const json_t *v, const char *name, uint64_t *out,
+                    sp_error *err)
+{
+    if (!v)
+        return 0;
+    if (!sp_decimal_from_json(v, out) || *out == 0)
+        return sp_fail(err, "action.invalid",
+                       "action %s: async.%s must be a positive decimal string of milliseconds", id,
+                       name);
+    return 0;
+}
+
+static int parse_hook(const char *id, const json_t *v, const char *name, sp_hook *hook,
+                      sp_error *err)
+{
+    if (!v)
+        return 0;
+    const json_t *command = json_object_get(v, "command"), *component = json_object_get(v, "component");
+    if (!json_is_object(v) || json_object_size(v) != 1 || (!command && !component))
+        return sp_fail(err, "action.invalid",
+                       "action %s: async.%s is {\"command\": {...}} or {\"component\": {...}}", id,
+                       name);
+    if (component) {
+        hook->form = SP_HOOK_COMPONENT;
+        hook->component = component;
+        return sp_fail(err, "action.capability-missing",
+                       "action %s: async.%s in component form needs the component runner, which "
+                       "this spore does not have (see spore capabilities)", id, name);
+    }
+    hook->form = SP_HOOK_COMMAND;
+    return sp_command_hook_parse(id, command, &hook->command, err);
+}
+
+int sp_async_spec_parse(const char *id, const json_t *action, sp_async_owner owner,
+                        sp_async_spec *out, sp_error *err)
+{
+    static const char *const command_members[] = {"timeoutMs", "leaseMs", "probeEveryMs", "probe",
+                                                  "watch",     "stop",    NULL};
+    static const char *const external_members[] = {"timeoutMs", "leaseMs", NULL};
+    memset(out, 0, sizeof *out);
+    out->timeout_ms = SP_ASYNC_TIMEOUT_DEFAULT_MS;
+    out->probe_every_ms = SP_ASYNC_PROBE_EVERY_DEFAULT_MS;
+    const json_t *a = json_object_get(action, "async");
+    if (!a)
+        return 0;
+    if (!json_is_object(a))
+        return invalid(err, id, "must be an object");
+    const char *const *members = owner == SP_ASYNC_EXTERNAL ? external_members : command_members;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)a, key, v)
+    {
+        if (!known(key, members))
+            return sp_fail(err, "action.invalid", "action %s: async: unknown member \"%s\"", id,
+                           key);
+    }
+    int rc = parse_ms(id, json_object_get(a, "timeoutMs"), "timeoutMs", &out->timeout_ms, err);
+    if (!rc)
+        rc = parse_ms(id, json_object_get(a, "leaseMs"), "leaseMs", &out->lease_ms, err);
+    out->has_lease = out->lease_ms != 0;
+    if (!rc && out->has_lease && out->lease_ms >= out->timeout_ms)
+        rc = invalid(err, id, "leaseMs must be shorter than timeoutMs");
+    if (!rc)
+        rc = parse_ms(id, json_object_get(a, "probeEveryMs"), "probeEveryMs",
+                      &out->probe_every_ms, err);
+    if (!rc)
+        rc = parse_hook(id, json_object_get(a, "probe"), "probe", &out->probe, err);
+    if (!rc)
+        rc = parse_hook(id, json_object_get(a, "watch"), "watch", &out->watch, err);
+    if (!rc)
+        rc = parse_hook(id, json_object_get(a, "stop"), "stop", &out->stop, err);
+    if (rc)
+        sp_async_spec_free(out);
+    return rc;
+}
+
+void sp_async_spec_free(sp_async_spec *spec)
+{
+    sp_command_spec_free(&spec->probe.command);
+    sp_command_spec_free(&spec->watch.command);
+    sp_command_spec_free(&spec->stop.command);
+    memset(spec, 0, sizeof *spec);
+}

@@ -1,0 +1,64 @@
+/*
+ * external.c - the `external` action kind (engine.md §9): work a person or
+ * another program claims with `spore step claim` and ends with `step
+ * complete` / `step fail`. A worker never runs it: this file only validates
+ * the action (actor, async.timeoutMs/leaseMs).
+ *
+ * Must never execute anything: sp_external_run exists only so a stray call
+ * reports a clear, non-retryable failure instead of crashing.
+ */
+#include <string.h>
+
+#include "runners/async_spec.h"
+#include "runners/registry.h"
+
+static bool actor_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 64 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+              s[i] == '-'))
+            return false;
+    return true;
+}
+
+int sp_external_validate(const char *id, const json_t *action, sp_error *err)
+{
+    static const char *const known[] = {"kind",  "actor", "async",       "effect",
+                                        "outcomes", "retry", "description", NULL};
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)action, key, v)
+    {
+        bool ok = false;
+        for (const char *const *k = known; *k && !ok; k++)
+            ok = strcmp(*k, key) == 0;
+        if (!ok)
+            return sp_fail(err, "action.invalid",
+                           "action %s: unknown member \"%s\" for an external action", id, key);
+    }
+    const json_t *actor = json_object_get(action, "actor");
+    if (actor && (!json_is_string(actor) || !actor_ok(json_string_value(actor))))
+        return sp_fail(err, "action.invalid",
+                       "action %s: actor must match [a-z0-9][a-z0-9.-]{0,63}", id);
+    const json_t *d = json_object_get(action, "description");
+    if (d && !json_is_string(d))
+        return sp_fail(err, "action.invalid", "action %s: description must be a string", id);
+    sp_async_spec spec;
+    if (sp_async_spec_parse(id, action, SP_ASYNC_EXTERNAL, &spec, err))
+        return -1;
+    sp_async_spec_free(&spec);
+    return 0;
+}
+
+int sp_external_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
+                    const json_t *input, sp_activity_output *out)
+{
+    (void)ctx, (void)action, (void)input;
+    sp_output_failure(out, "host.not-runnable", false, NULL,
+                      "action %s is external: an actor claims it with `spore step claim`",
+                      action_id);
+    return 0;
+}
