@@ -264,7 +264,8 @@ static void execute(inflight *a, runner_job *job, const sp_runner *runner)
                                .traceparent = traceparent,
                                .stop = &a->stop,
                                .natives = e->cfg.natives,
-                               .token = has_token ? token : NULL};
+                               .token = has_token ? token : NULL,
+                               .store_location = sp_store_location(e->store)};
     run_with_heartbeats(a, job);
 }
 

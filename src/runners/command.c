@@ -11,16 +11,21 @@
  * - The 64 KiB stdout bound applies on the success path of every mode,
  *   `none` included, as the table says.
  *
+ * argv[0] "spore" is the running spore binary (/proc/self/exe): workflows
+ * call `spore step ...` without depending on PATH or another version.
+ *
  * What it must never do: run a shell, look at the action's `effect`, report
  * Success for an outcome the action does not declare, or build an error
  * message or detail that is not valid UTF-8 (every outside byte goes through
  * utf8.c first).
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/utf8.h"
 #include "json/json.h"
@@ -94,6 +99,22 @@ static char *join_cwd(const char *base, const char *cwd)
 
 static const char *or_empty(const char *s) { return s ? s : ""; }
 
+/* The running spore binary (/proc/self/exe), resolved once; NULL if unknown. */
+static char SELF_EXE[4096];
+static pthread_once_t SELF_ONCE = PTHREAD_ONCE_INIT;
+
+static void resolve_self_exe(void)
+{
+    ssize_t len = readlink("/proc/self/exe", SELF_EXE, sizeof SELF_EXE - 1);
+    SELF_EXE[len > 0 ? len : 0] = '\0';
+}
+
+static const char *self_exe(void)
+{
+    pthread_once(&SELF_ONCE, resolve_self_exe);
+    return SELF_EXE[0] ? SELF_EXE : NULL;
+}
+
 /* engine environment + the action's env + the attempt's identity. */
 static char **build_env(const sp_runner_ctx *ctx, const sp_command_spec *spec)
 {
@@ -104,7 +125,7 @@ static char **build_env(const sp_runner_ctx *ctx, const sp_command_spec *spec)
                              {"INVOCATION_ID", or_empty(ctx->invocation_id)},
                              {"ATTEMPT", attempt},
                              {"EFFECT_KEY", or_empty(ctx->effect_key)}};
-    size_t n = 2 * spec->nenv, max = n + 2 * 12;
+    size_t n = 2 * spec->nenv, max = n + 2 * 14;
     const char **pairs = malloc(max * sizeof *pairs);
     char names[10][32];
     if (!pairs)
@@ -123,6 +144,14 @@ static char **build_env(const sp_runner_ctx *ctx, const sp_command_spec *spec)
     if (ctx->token && spec->async) {
         pairs[n++] = "SPORE_TOKEN";
         pairs[n++] = ctx->token;
+        if (self_exe()) {
+            pairs[n++] = "SPORE_BIN";
+            pairs[n++] = self_exe();
+        }
+        if (ctx->store_location) {
+            pairs[n++] = "SPORE_DB";
+            pairs[n++] = ctx->store_location;
+        }
     }
     char **env = sp_proc_env(pairs, n / 2);
     free(pairs);
@@ -357,19 +386,32 @@ static void check_declared(cmd_run *r, sp_activity_output *out)
 
 /* ---- the runner ---- */
 
+/* argv[0] "spore" names the running spore binary itself, so workflows can
+ * use `spore step ...` without PATH and always with the same version. */
+static const char *const *resolve_self(const sp_command_spec *spec, const char **argv_copy)
+{
+    if (strcmp(spec->argv[0], "spore") != 0 || !self_exe())
+        return spec->argv;
+    argv_copy[0] = self_exe();
+    return argv_copy;
+}
+
 int sp_command_exec(const sp_runner_ctx *ctx, const sp_command_spec *spec, const char *input,
                     size_t input_len, const sp_command_limits *limits, sp_proc_result *res)
 {
     char **env = build_env(ctx, spec);
     char *cwd = join_cwd(ctx->base_dir, spec->cwd);
-    if (!env || !cwd) {
+    const char **argv_copy = calloc(spec->argc + 1, sizeof *argv_copy);
+    if (!env || !cwd || !argv_copy) {
         sp_proc_strv_free(env);
         free(cwd);
+        free(argv_copy);
         memset(res, 0, sizeof *res);
         return -1;
     }
+    memcpy(argv_copy, spec->argv, (spec->argc + 1) * sizeof *argv_copy);
     sp_proc_spec ps = {
-        .argv = spec->argv,
+        .argv = resolve_self(spec, argv_copy),
         .envp = (const char *const *)env,
         .cwd = cwd,
         .stdin_data = input,
@@ -382,6 +424,7 @@ int sp_command_exec(const sp_runner_ctx *ctx, const sp_command_spec *spec, const
     sp_proc_run(&ps, res);
     sp_proc_strv_free(env);
     free(cwd);
+    free(argv_copy);
     return 0;
 }
 

@@ -51,6 +51,9 @@ typedef struct sp_runner_ctx {
      * command as SPORE_TOKEN so the job can `spore step complete` itself.
      * NULL when the attempt has none. */
     const char *token;
+    /* Where the store is (password removed), for a job that reports back
+     * with `spore step complete`: exported as SPORE_DB with SPORE_TOKEN. */
+    const char *store_location;
 } sp_runner_ctx;
 
 typedef enum sp_output_kind {
