@@ -82,10 +82,14 @@ for wf in "${examples[@]}"; do
   [ -z "$err" ] || fail "validate $name: unexpected stderr: $err"
 done
 
-# The example commands exist and are executable (the engine runs argv[0] directly).
+# The example commands exist and are executable (the engine runs argv[0] directly):
+# `spore` (the running binary itself), an absolute path, or a path under the
+# repository root (the examples run from there).
 for wf in "${examples[@]}"; do
   for cmd in $(jq -r '.actions // {} | .[] | select(.kind == "command") | .argv[0]' "$wf"); do
-    [ -x "$root/$cmd" ] || fail "$(basename "$wf"): command $cmd is not an executable file under the repository root"
+    [ "$cmd" = spore ] && continue
+    case "$cmd" in /*) path=$cmd ;; *) path=$root/$cmd ;; esac
+    [ -x "$path" ] || fail "$(basename "$wf"): command $cmd is not an executable file (absolute, or under the repository root)"
   done
 done
 

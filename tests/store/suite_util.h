@@ -65,5 +65,6 @@ void store_x01_scans_and_cursors(store_env *e);
 void store_x02_holds_and_deadlines(store_env *e);
 void store_x03_blobs_secret_packages(store_env *e);
 void store_x04_request_validation(store_env *e);
+void store_x05_held_attempts(store_env *e);
 
 #endif
