@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?= -DSPORE_WERROR=ON
 
-.PHONY: all deps configure build test demo bench clean
+.PHONY: all deps configure build test demo bench crash-full clean
 
 all: build
 
@@ -25,6 +25,11 @@ demo: build
 
 bench: build
 	@scripts/bench.sh $(BUILD)
+
+# The whole crash matrix (docs/crash-suite.md): every core failpoint, stages
+# 1..3, hit counts 1..40, and 40 SIGKILL points.
+crash-full: build
+	@bash tests/crash/crash_suite.sh $(BUILD)/spore . --full
 
 clean:
 	rm -rf $(BUILD)

@@ -7,7 +7,10 @@
 # usage: scripts/bench.sh [build-dir]      (default: build)
 # env:   SPORE_BENCH_SECONDS  seconds per measurement (default 2)
 #        SPORE_BENCH_STEPS    steps per kind for bench_steps (default 200; its
-#                             SQLite files go to $TMPDIR, else /tmp)
+#                             SQLite files go to $TMPDIR, else /tmp) and per
+#                             measurement for bench_pg
+#        SPORE_TEST_PG        the PostgreSQL server bench_pg uses; unset, a
+#                             private one is started and stopped (scripts/pg.sh)
 set -euo pipefail
 
 build=${1:-build}
@@ -28,6 +31,17 @@ for bin in "$build"/bench/bench_*; do
   case "$name" in
     bench_kernel) args=(--seconds "$seconds" "$traces") ;;
     bench_steps) args=(--steps "${SPORE_BENCH_STEPS:-200}") ;;
+    # ---- PostgreSQL: $SPORE_TEST_PG, else a private server (scripts/pg.sh) ----
+    bench_pg)
+      if [ -z "${SPORE_TEST_PG:-}" ]; then
+        pg_state=$(mktemp -d "${TMPDIR:-/tmp}/spore-bench-pg.XXXXXX")
+        trap 'scripts/pg.sh stop "$pg_state" >/dev/null 2>&1; rm -rf "$pg_state"' EXIT
+        SPORE_TEST_PG=$(scripts/pg.sh start "$pg_state" | tail -n 1)
+        export SPORE_TEST_PG
+      fi
+      args=(--steps "${SPORE_BENCH_STEPS:-200}")
+      ;;
+    # ---- end PostgreSQL ----
     *) args=() ;;
   esac
   echo "== $name ${args[*]}"

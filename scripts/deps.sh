@@ -15,6 +15,11 @@ PACKAGES=(
   procps psmisc util-linux              # ps, pkill, setsid used by the tests
   jq                                    # JSON in the example workflows' shell steps
   sqlite3                               # the CLI tests read the database (audit, receipts)
+  # ---- PostgreSQL store (store.md §6) ----
+  libpq-dev                             # the PostgreSQL adapter (libpq)
+  postgresql                            # a private server for its tests (scripts/pg.sh)
+  iproute2                              # ip netns / veth for the several-hosts test
+  # ---- end PostgreSQL store ----
 )
 
 missing=()

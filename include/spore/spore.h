@@ -92,15 +92,17 @@ void spore_free(void *p);
 typedef struct spore_db spore_db;
 
 /* Open (creating and initializing when new) the store at `location`: a
- * SQLite file path. The handle carries a worker with the default
+ * SQLite file path, or a PostgreSQL URL (postgres://… or postgresql://…,
+ * docs/postgres.md). The handle carries a worker with the default
  * configuration (engine.md §1: tenant "default", lease 10 s, heartbeat 3 s,
  * at most 4 activities at a time), its own registry of native functions, and
- * a worker lock file in the directory `<location>.workers` (the same one the
- * `spore` command uses, so a worker that dies is taken over at once by
- * another on this host). Relative `cwd`s of command actions are resolved
- * against the current directory at the time of spore_open().
- * Errors: `usage`, `store.io`, `store.corrupt`, `schema.too-new`,
- * `store.unsupported`, `runtime`. */
+ * for a SQLite file a worker lock file in the directory `<location>.workers`
+ * (the same one the `spore` command uses, so a worker that dies is taken
+ * over at once by another on this host; on PostgreSQL the lease rules).
+ * Relative `cwd`s of command actions are resolved against the current
+ * directory at the time of spore_open().
+ * Errors: `usage`, `store.io`, `store.corrupt`, `store.unauthorized`,
+ * `schema.too-new`, `schema.unknown`, `runtime`. */
 spore_db *spore_open(const char *location, spore_error *err);
 
 /* Close the store and free the handle. Attempts still running are told to

@@ -111,6 +111,8 @@ static void finish_with(held_job *j, const sp_activity_output *out)
     sp_error_clear(&err);
 }
 
+static void expire_now(held_job *j, sp_expire_reason reason);
+
 static void run_watch(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx)
 {
     sp_activity_output out;
@@ -120,7 +122,15 @@ static void run_watch(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx
         sp_activity_output_free(&out);
         return;
     }
-    pthread_mutex_lock(&j->engine->mu); /* lost sight: try again later */
+    /* Lost sight. A job that is gone without a result is over: with a watch,
+     * only the watch may conclude that (a probe alone could race the watch
+     * reading the result of a job that just ended). */
+    if (!sp_stop_fired(&j->stop) && sp_hook_can_probe(spec, j->handle) &&
+        sp_hook_probe(ctx, spec, j->handle) == SP_HOLDER_DEAD) {
+        expire_now(j, SP_EXPIRE_PROBE_DEAD);
+        return;
+    }
+    pthread_mutex_lock(&j->engine->mu); /* try again later */
     held_memo *m = memo(j->engine, &j->attempt);
     if (m)
         m->watch_after_ms = mono_ms() + (spec->probe_every_ms > WATCH_RETRY_MIN_MS
@@ -148,6 +158,24 @@ static bool stopping(sp_engine *e, const sp_attempt_ref *ref)
     return yes;
 }
 
+/* A probe saying dead ends the attempt, unless a watch can still deliver the
+ * result of a job that just ended (then the watch decides: see run_watch),
+ * or a stop job is ending it with the deadline's reason. */
+static void probe(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx)
+{
+    if (sp_hook_probe(ctx, spec, j->handle) != SP_HOLDER_DEAD || stopping(j->engine, &j->attempt))
+        return;
+    if (!sp_hook_can_watch(spec)) {
+        expire_now(j, SP_EXPIRE_PROBE_DEAD);
+        return;
+    }
+    pthread_mutex_lock(&j->engine->mu); /* let a watch run now, even if it lost sight */
+    held_memo *m = memo(j->engine, &j->attempt);
+    if (m)
+        m->watch_after_ms = 0;
+    pthread_mutex_unlock(&j->engine->mu);
+}
+
 static void *job_main(void *arg)
 {
     held_job *j = arg;
@@ -157,9 +185,8 @@ static void *job_main(void *arg)
     if (sp_async_spec_parse(j->action_id, j->action, SP_ASYNC_COMMAND, &spec, &err) == 0) {
         if (j->kind == HELD_WATCH)
             run_watch(j, &spec, &ctx);
-        else if (j->kind == HELD_PROBE && sp_hook_probe(&ctx, &spec, j->handle) == SP_HOLDER_DEAD &&
-                 !stopping(j->engine, &j->attempt))
-            expire_now(j, SP_EXPIRE_PROBE_DEAD);
+        else if (j->kind == HELD_PROBE)
+            probe(j, &spec, &ctx);
         else if (j->kind == HELD_STOP) {
             sp_hook_stop(&ctx, &spec, j->handle);
             expire_now(j, j->reason);

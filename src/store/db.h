@@ -5,8 +5,9 @@
  * written once, in src/store/ops_*.c, as SQL with `?` placeholders over this
  * interface. An adapter is a driver (connection, transactions, statements,
  * error mapping, clock) plus its schema DDL: SQLite in src/store/sqlite/,
- * PostgreSQL later in src/store/postgres/ (which rewrites `?` to `$n` and
- * adds row locks through the dialect strings).
+ * PostgreSQL in src/store/postgres/ (which rewrites `?` to `$n` and adds
+ * row locks through the dialect strings). dbutil.c holds what both drivers
+ * share: the statement cache and the schema version rule.
  *
  * What it must never do: interpret results (that is the logic's job), retry
  * on its own, or hide which failure kind happened: every driver error maps
@@ -52,18 +53,25 @@ void sp_db_rows_free(sp_db_rows *r);
 
 typedef struct sp_db_dialect {
     const char *for_update;  /* appended to a SELECT that must lock its rows */
-    const char *skip_locked; /* appended to work-selection SELECTs */
+    const char *skip_locked; /* appended to work-selection SELECTs (SP_DB_SCAN) */
 } sp_db_dialect;
+
+/* What a transaction is for. READ: a coherent read of one snapshot (no
+ * writes). WRITE: a mutation; the driver takes whatever write lock it needs
+ * (SQLite BEGIN IMMEDIATE; PostgreSQL READ COMMITTED + row locks). SCAN:
+ * work selection that reads only but may lock the rows it selects with
+ * dialect.skip_locked (PostgreSQL READ COMMITTED; SQLite a plain read). */
+typedef enum sp_db_tx { SP_DB_READ, SP_DB_WRITE, SP_DB_SCAN } sp_db_tx;
 
 typedef struct sp_db_driver {
     const char *name; /* "sqlite" | "postgres" */
     sp_db_dialect dialect;
-    /* Start a transaction; `write` = take the write lock now (SQLite BEGIN
-     * IMMEDIATE). Busy past the timeout -> SP_STORE_UNAVAILABLE/store.busy.
+    /* Start a transaction of `mode`; WRITE takes the write lock now (SQLite
+     * BEGIN IMMEDIATE). Busy past the timeout -> SP_STORE_UNAVAILABLE/store.busy.
      * A successful begin gives the connection to the calling thread until
      * commit() or rollback(); both always end the transaction, even when
      * they fail. Every query() runs inside such a transaction. */
-    sp_store_rc (*begin)(void *conn, bool write, sp_error *err);
+    sp_store_rc (*begin)(void *conn, sp_db_tx mode, sp_error *err);
     /* A failed commit whose outcome is unknown -> SP_STORE_UNKNOWN_COMMIT. */
     sp_store_rc (*commit)(void *conn, sp_error *err);
     void (*rollback)(void *conn);
@@ -77,6 +85,33 @@ typedef struct sp_db_driver {
     uint64_t (*now_ms)(void *conn);
     void (*close)(void *conn);
 } sp_db_driver;
+
+/* ---- shared by the drivers (dbutil.c) ---- */
+
+/* The schema version both adapters create and understand (SQLite
+ * PRAGMA user_version, PostgreSQL table schema_version). */
+#define SP_DB_SCHEMA_VERSION 1
+
+/* A newer version -> incompatible/schema.too-new; a negative one ->
+ * incompatible/schema.unknown; else OK. */
+sp_store_rc sp_db_check_schema_version(long long version, sp_error *err);
+
+/* A driver's per-connection cache of prepared statements, keyed by the
+ * statement's text (plus whatever a driver appends to it). Entries own a
+ * copy of the key and a driver object released by `release`. */
+#define SP_DB_CACHE_BUCKETS 128
+typedef struct sp_db_cache_entry sp_db_cache_entry;
+typedef struct sp_db_cache {
+    sp_db_cache_entry *buckets[SP_DB_CACHE_BUCKETS];
+    void (*release)(void *stmt);
+} sp_db_cache;
+
+/* The cached statement for `key`, or NULL. */
+void *sp_db_cache_get(const sp_db_cache *c, const char *key, size_t key_len);
+/* Add `stmt` under `key`; false on out-of-memory (the caller releases stmt). */
+bool sp_db_cache_put(sp_db_cache *c, const char *key, size_t key_len, void *stmt);
+/* Release every entry (the cache stays usable). */
+void sp_db_cache_clear(sp_db_cache *c);
 
 /* What the adapters hand to the shared logic. */
 struct sp_store {

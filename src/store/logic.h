@@ -78,6 +78,9 @@ static inline uint64_t lg_sat_add(uint64_t a, uint64_t b)
 /* ---- transactions and rows (tx.c) ---- */
 
 sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err);
+/* A work-selection transaction (SP_DB_SCAN): its SELECTs may end with
+ * s->driver->dialect.skip_locked. */
+sp_store_rc lg_begin_scan(sp_store *s, sp_error *err);
 void lg_rollback(sp_store *s);
 sp_store_rc lg_commit(sp_store *s, sp_error *err);
 uint64_t lg_now(sp_store *s);
@@ -101,6 +104,14 @@ sp_store_rc lg_read(sp_store *s, const char *sql, const sp_db_val *params, size_
                     sp_db_rows *out, sp_error *err);
 #define LG_R(s, out, err, sql, ...)                                                                \
     lg_read((s), (sql), LG_PARAMS(__VA_ARGS__), LG_NPARAMS(__VA_ARGS__), (out), (err))
+
+/* One work-selection query in its own scan transaction, with the dialect's
+ * skip_locked appended: rows another transaction holds are skipped, not
+ * waited for (they are left to the next poll). */
+sp_store_rc lg_scan(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                    sp_db_rows *out, sp_error *err);
+#define LG_S(s, out, err, sql, ...)                                                                \
+    lg_scan((s), (sql), LG_PARAMS(__VA_ARGS__), LG_NPARAMS(__VA_ARGS__), (out), (err))
 
 static inline uint64_t lg_u64(const sp_db_rows *r, size_t row, size_t col)
 {

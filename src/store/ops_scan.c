@@ -14,6 +14,14 @@
  * ties broken by (tenant, run); cursor [phase, ms, id, tenant, run] with ms
  * a decimal string. A full page carries a cursor; the last page has none.
  *
+ * Work selection does not serialize workers: scan_ready and scan_due run in
+ * a scan transaction (lg_begin_scan) and end their SELECTs with the
+ * dialect's skip_locked - PostgreSQL `FOR UPDATE SKIP LOCKED` - so a row
+ * that another worker's transaction holds right now (a run being committed,
+ * an invocation being claimed, a lease being renewed) is left out of this
+ * page instead of waited for; the next poll sees it again. With SQLite
+ * (one writer, no row locks) the string is empty and nothing is skipped.
+ *
  * scan_running: running attempts without a holder whose owner recorded this
  * host, by attempt ID then key; cursor [attemptId, tenant, run]. (A held
  * attempt's job outlives its worker by design: its owner's death means
@@ -22,7 +30,8 @@
  * scan_held: running attempts with a holder, with their action and package,
  * by attempt ID then key; cursor [attemptId, tenant, run].
  *
- * What it must never do: write, skip or repeat an item between pages, or
+ * What it must never do: write, skip (other than a row locked right now)
+ * or repeat an item between pages, or
  * accept a cursor that is not exactly the documented array (conflict/
  * cursor.invalid).
  */
@@ -82,10 +91,10 @@ static sp_store_rc ready_query(sp_store *s, const char *const *after, size_t lim
                                sp_db_rows *rows, sp_error *err)
 {
     if (after)
-        return LG_R(s, rows, err,
+        return LG_S(s, rows, err,
                     READY_SELECT "AND (tenant, run_id) > (?, ?) ORDER BY tenant, run_id LIMIT ?",
                     DB_TEXT(after[0]), DB_TEXT(after[1]), DB_INT(limit + 1));
-    return LG_R(s, rows, err, READY_SELECT "ORDER BY tenant, run_id LIMIT ?", DB_INT(limit + 1));
+    return LG_S(s, rows, err, READY_SELECT "ORDER BY tenant, run_id LIMIT ?", DB_INT(limit + 1));
 }
 
 static sp_store_rc ready_fill(const sp_db_rows *rows, size_t limit, sp_key_page *out, sp_error *err)
@@ -229,7 +238,10 @@ static sp_store_rc phase_query(sp_store *s, size_t p, const due_cursor *after, u
         params[n++] = DB_TEXT(after->run);
     }
     params[n++] = DB_INT(limit);
-    return lg_query(s, after ? PHASES[p].after : PHASES[p].first, params, n, rows, NULL, err);
+    char sql[1024];
+    snprintf(sql, sizeof sql, "%s%s", after ? PHASES[p].after : PHASES[p].first,
+             s->driver->dialect.skip_locked);
+    return lg_query(s, sql, params, n, rows, NULL, err);
 }
 
 static sp_store_rc due_cursor_parse(const char *text, due_cursor *c, json_t **owner, sp_error *err)
@@ -289,7 +301,7 @@ sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_
     json_t *owner = NULL;
     sp_store_rc rc = cursor ? due_cursor_parse(cursor, &after, &owner, err) : SP_STORE_OK;
     if (!rc)
-        rc = lg_begin(s, false, err);
+        rc = lg_begin_scan(s, err);
     if (!rc) {
         rc = due_fill(s, cursor ? &after : NULL, lg_clamp_limit(limit), out, err);
         lg_rollback(s);

@@ -4,8 +4,8 @@
  * the *_free functions of the result types.
  *
  * What it is for: sp_store_open() dispatches on the location - a file path
- * goes to the SQLite adapter; postgres:// and postgresql:// URLs are
- * recognized and refused with store.unsupported until that adapter exists.
+ * goes to the SQLite adapter; postgres:// and postgresql:// URLs go to the
+ * PostgreSQL adapter (src/store/postgres/).
  *
  * What it must never do: hold state of its own, or put a credential into an
  * error message or the reported location.
@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "store/db.h"
+#include "store/postgres/postgres.h"
 #include "store/sqlite/sqlite.h"
 
 static const char *const RC_NAMES[] = {
@@ -80,10 +81,8 @@ sp_store *sp_store_open(const char *location, const sp_clock *clock, sp_error *e
         sp_fail(err, "store.io", "no store location given");
         return NULL;
     }
-    if (is_postgres(location)) {
-        sp_fail(err, "store.unsupported", "the PostgreSQL adapter is not available in this build");
-        return NULL;
-    }
+    if (is_postgres(location))
+        return sp_pg_open(location, clock, err);
     return sp_sqlite_open(location, clock, err);
 }
 

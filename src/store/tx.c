@@ -56,7 +56,12 @@ void sp_db_rows_free(sp_db_rows *r)
 
 sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err)
 {
-    return s->driver->begin(s->conn, write, err);
+    return s->driver->begin(s->conn, write ? SP_DB_WRITE : SP_DB_READ, err);
+}
+
+sp_store_rc lg_begin_scan(sp_store *s, sp_error *err)
+{
+    return s->driver->begin(s->conn, SP_DB_SCAN, err);
 }
 
 void lg_rollback(sp_store *s) { s->driver->rollback(s->conn); }
@@ -96,6 +101,22 @@ sp_store_rc lg_read(sp_store *s, const char *sql, const sp_db_val *params, size_
     if (rc)
         return rc;
     rc = lg_query(s, sql, params, nparams, out, NULL, err);
+    lg_rollback(s);
+    return rc;
+}
+
+sp_store_rc lg_scan(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                    sp_db_rows *out, sp_error *err)
+{
+    char text[2048];
+    *out = (sp_db_rows){0};
+    if ((size_t)snprintf(text, sizeof text, "%s%s", sql, s->driver->dialect.skip_locked) >=
+        sizeof text)
+        return lg_fail(err, SP_STORE_INCOMPATIBLE, "store.sql", "a scan statement is too long");
+    sp_store_rc rc = lg_begin_scan(s, err);
+    if (rc)
+        return rc;
+    rc = lg_query(s, text, params, nparams, out, NULL, err);
     lg_rollback(s);
     return rc;
 }

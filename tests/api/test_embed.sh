@@ -71,9 +71,11 @@ build_and_run() {
        >"$tmp/make-$mode.log" 2>&1 ||
     { cat "$tmp/make-$mode.log"; fail "make ($mode)"; }
   if [ "$mode" = static ]; then
-    ! ldd "$dir/embed" | grep -q libspore || fail "the static build links libspore.so"
+    # (ldd's whole output first: `ldd | grep -q` under pipefail fails when
+    # grep exits before ldd has written everything)
+    ! grep -q libspore <<<"$(ldd "$dir/embed")" || fail "the static build links libspore.so"
   else
-    ldd "$dir/embed" | grep -q "$prefix/lib/libspore.so" || fail "the shared build does not use the prefix's libspore.so"
+    grep -q "$prefix/lib/libspore.so" <<<"$(ldd "$dir/embed")" || fail "the shared build does not use the prefix's libspore.so"
   fi
   (cd "$dir" && ./embed workflow.json embed.db) >"$tmp/run1-$mode.out" 2>&1 ||
     { cat "$tmp/run1-$mode.out"; fail "first run ($mode)"; }

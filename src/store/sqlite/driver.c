@@ -20,19 +20,11 @@
 
 #include "store/sqlite/sqlite.h"
 
-#define STMT_BUCKETS 128
-
-typedef struct stmt_entry {
-    char *sql;
-    sqlite3_stmt *stmt;
-    struct stmt_entry *next;
-} stmt_entry;
-
 typedef struct sq_conn {
     sqlite3 *db;
     pthread_mutex_t mu;
     sp_clock clock;
-    stmt_entry *buckets[STMT_BUCKETS];
+    sp_db_cache statements; /* sqlite3_stmt by SQL text */
 } sq_conn;
 
 /* ---- error mapping ---- */
@@ -72,52 +64,27 @@ sp_store_rc sp_sqlite_map(sqlite3 *db, int rc, const char *what, sp_error *err)
     return kind;
 }
 
-/* ---- the statement cache ---- */
+/* ---- the statement cache (dbutil.c) ---- */
 
-static size_t hash_sql(const char *sql)
-{
-    uint64_t h = UINT64_C(1469598103934665603);
-    for (const unsigned char *p = (const unsigned char *)sql; *p; p++)
-        h = (h ^ *p) * UINT64_C(1099511628211);
-    return (size_t)(h % STMT_BUCKETS);
-}
+static void finalize_statement(void *stmt) { sqlite3_finalize(stmt); }
 
 static int statement(sq_conn *c, const char *sql, sqlite3_stmt **out)
 {
-    size_t b = hash_sql(sql);
-    for (stmt_entry *e = c->buckets[b]; e; e = e->next)
-        if (strcmp(e->sql, sql) == 0) {
-            *out = e->stmt;
-            return SQLITE_OK;
-        }
-    stmt_entry *e = calloc(1, sizeof *e);
-    if (!e || !(e->sql = strdup(sql))) {
-        free(e);
-        return SQLITE_NOMEM;
-    }
-    int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &e->stmt, NULL);
+    size_t len = strlen(sql);
+    if ((*out = sp_db_cache_get(&c->statements, sql, len)))
+        return SQLITE_OK;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
     if (rc != SQLITE_OK) {
-        sqlite3_finalize(e->stmt);
-        free(e->sql);
-        free(e);
+        sqlite3_finalize(st);
         return rc;
     }
-    e->next = c->buckets[b];
-    c->buckets[b] = e;
-    *out = e->stmt;
+    if (!sp_db_cache_put(&c->statements, sql, len, st)) {
+        sqlite3_finalize(st);
+        return SQLITE_NOMEM;
+    }
+    *out = st;
     return SQLITE_OK;
-}
-
-static void free_statements(sq_conn *c)
-{
-    for (size_t b = 0; b < STMT_BUCKETS; b++)
-        while (c->buckets[b]) {
-            stmt_entry *e = c->buckets[b];
-            c->buckets[b] = e->next;
-            sqlite3_finalize(e->stmt);
-            free(e->sql);
-            free(e);
-        }
 }
 
 /* ---- statements ---- */
@@ -245,9 +212,10 @@ static int exec_cached(sq_conn *c, const char *sql)
 
 /* ---- transactions ---- */
 
-static sp_store_rc sq_begin(void *conn, bool write, sp_error *err)
+static sp_store_rc sq_begin(void *conn, sp_db_tx mode, sp_error *err)
 {
     sq_conn *c = conn;
+    bool write = mode == SP_DB_WRITE; /* a scan is a plain read: SQLite has no row locks */
     pthread_mutex_lock(&c->mu);
     int rc = exec_cached(c, write ? "BEGIN IMMEDIATE" : "BEGIN");
     if (rc == SQLITE_OK)
@@ -293,7 +261,7 @@ static void sq_close(void *conn)
     sq_conn *c = conn;
     if (!c)
         return;
-    free_statements(c);
+    sp_db_cache_clear(&c->statements);
     sqlite3_close_v2(c->db);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -353,6 +321,7 @@ static sq_conn *open_conn(const char *path, const sp_clock *clock, sp_error *err
         return NULL;
     }
     c->clock = clock ? *clock : sp_clock_system();
+    c->statements.release = finalize_statement;
     pthread_mutex_init(&c->mu, NULL);
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     int rc = sqlite3_open_v2(path, &c->db, flags, NULL);

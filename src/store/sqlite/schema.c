@@ -19,6 +19,8 @@
 
 #include "store/sqlite/sqlite.h"
 
+_Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes user_version 1");
+
 static const char DDL[] =
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE packages (digest TEXT PRIMARY KEY, body TEXT NOT NULL);"
@@ -104,28 +106,13 @@ static sp_store_rc read_int(sqlite3 *db, const char *sql, long long *out, sp_err
     return rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(db, rc, "reading the schema", err);
 }
 
-static sp_store_rc check_version(long long version, sp_error *err)
-{
-    if (version > SP_SQLITE_SCHEMA_VERSION) {
-        sp_fail(err, "schema.too-new",
-                "the store has schema version %lld; this spore understands up to %d", version,
-                SP_SQLITE_SCHEMA_VERSION);
-        return SP_STORE_INCOMPATIBLE;
-    }
-    if (version < 0) {
-        sp_fail(err, "schema.unknown", "the store has schema version %lld", version);
-        return SP_STORE_INCOMPATIBLE;
-    }
-    return SP_STORE_OK;
-}
-
 /* Inside BEGIN IMMEDIATE: create the schema if nobody else did meanwhile. */
 static sp_store_rc initialize_locked(sqlite3 *db, sp_error *err)
 {
     long long version = 0, tables = 0;
     sp_store_rc rc = read_int(db, "PRAGMA user_version", &version, err);
     if (rc || version != 0)
-        return rc ? rc : check_version(version, err);
+        return rc ? rc : sp_db_check_schema_version(version, err);
     rc = read_int(db, "SELECT count(*) FROM sqlite_master", &tables, err);
     if (rc)
         return rc;
@@ -142,7 +129,7 @@ sp_store_rc sp_sqlite_schema_ensure(sqlite3 *db, sp_error *err)
     long long version = 0;
     sp_store_rc rc = read_int(db, "PRAGMA user_version", &version, err);
     if (rc || version != 0)
-        return rc ? rc : check_version(version, err);
+        return rc ? rc : sp_db_check_schema_version(version, err);
     int src = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (src != SQLITE_OK)
         return sp_sqlite_map(db, src, "initializing the store", err);

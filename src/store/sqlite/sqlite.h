@@ -14,7 +14,6 @@
 
 #include "store/db.h"
 
-#define SP_SQLITE_SCHEMA_VERSION 1
 #define SP_SQLITE_BUSY_TIMEOUT_MS 5000
 
 /* Open (creating and initializing when new or empty) the store at `path`. */

@@ -1,0 +1,727 @@
+/*
+ * driver.c - the PostgreSQL driver under the shared store logic (store.md §6).
+ *
+ * What it is for: one libpq connection per store instance, serialized by a
+ * mutex held from begin() to commit()/rollback() (as the SQLite driver), so
+ * the public sp_store_* functions may be called from several threads on one
+ * instance; every machine's workers connect to one database and its
+ * transactions do all coordination:
+ *   - WRITE: READ COMMITTED; the shared logic locks the run row first
+ *     (dialect.for_update = FOR UPDATE) and then touches only that run's
+ *     rows, so locks are always taken run row first (no lock-order cycles);
+ *   - READ: REPEATABLE READ READ ONLY, one snapshot for a coherent view;
+ *   - SCAN: READ COMMITTED; work selection ends with FOR UPDATE SKIP LOCKED;
+ *   - "now": clock_timestamp() sampled when the logic asks, which is after
+ *     the run row is locked (an injected clock wins, for tests);
+ *   - statements: `?` rewritten to `$n` once per SQL text and prepared once
+ *     per connection (and per parameter type list), binary parameters and
+ *     results;
+ *   - a lost connection is re-established at the next begin(); a COMMIT whose
+ *     answer was lost is unknown-commit (the caller retries the identical
+ *     request; receipts make that safe);
+ *   - lock waits are bounded (lock_timeout 5 s, like SQLite's busy timeout)
+ *     and a session idle inside a transaction is ended by the server.
+ * Credentials: the location is the URL without its password, and every
+ * message taken from libpq or the server is scrubbed of it.
+ *
+ * What it must never do: retry on its own (beyond re-sending BEGIN on a
+ * fresh connection, when nothing has happened yet), run a statement outside
+ * a transaction begun here, report a commit as failed when it may have
+ * happened, or let the password reach an error.
+ */
+#include <ctype.h>
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/postgres/postgres.h"
+
+/* Type OIDs (catalog/pg_type_d.h, stable across versions). */
+enum {
+    OID_BOOL = 16,
+    OID_BYTEA = 17,
+    OID_NAME = 19,
+    OID_INT8 = 20,
+    OID_INT2 = 21,
+    OID_INT4 = 23,
+    OID_TEXT = 25,
+    OID_OID = 26,
+    OID_JSON = 114,
+    OID_UNKNOWN = 705,
+    OID_BPCHAR = 1042,
+    OID_VARCHAR = 1043,
+};
+
+typedef struct pg_stmt {
+    char name[24];
+} pg_stmt;
+
+/* ---- secrets ---- */
+
+/* Replace every occurrence of each secret in `s` by "***". */
+static void scrub(const pg_conn *c, char *s, size_t cap)
+{
+    for (int i = 0; i < 4; i++) {
+        const char *secret = c ? c->secrets[i] : NULL;
+        size_t n = secret ? strlen(secret) : 0;
+        if (!n)
+            continue;
+        char *at;
+        while ((at = strstr(s, secret))) {
+            size_t tail = strlen(at + n);
+            if ((size_t)(at - s) + 3 + tail >= cap)
+                tail = cap - (size_t)(at - s) - 4;
+            memmove(at + 3, at + n, tail);
+            at[3 + tail] = '\0';
+            memcpy(at, "***", 3);
+        }
+    }
+}
+
+/* One line: newlines and runs of spaces of libpq's texts folded. */
+static void one_line(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        char ch = (*r == '\n' || *r == '\r' || *r == '\t') ? ' ' : *r;
+        if (ch == ' ' && (w == s || w[-1] == ' '))
+            continue;
+        *w++ = ch;
+    }
+    while (w > s && w[-1] == ' ')
+        w--;
+    *w = '\0';
+}
+
+/* ---- error mapping ---- */
+
+static bool race_constraint(const char *name)
+{
+    static const char *const RACE[] = {"runs_pkey", "runs_start_key", "receipts_pkey", NULL};
+    for (const char *const *p = RACE; name && *p; p++)
+        if (strcmp(name, *p) == 0)
+            return true;
+    return false;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return s && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+typedef struct pg_kind {
+    sp_store_rc kind;
+    const char *code;
+} pg_kind;
+
+static pg_kind kind_of(const char *state, const char *constraint)
+{
+    if (!state)
+        return (pg_kind){SP_STORE_UNAVAILABLE, "store.io"};
+    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 || strcmp(state, "55P03") == 0 ||
+        strcmp(state, "57014") == 0)
+        return (pg_kind){SP_STORE_UNAVAILABLE, "store.busy"};
+    if (strcmp(state, "23505") == 0 && race_constraint(constraint))
+        return (pg_kind){SP_STORE_UNAVAILABLE, "store.busy"};
+    if (starts(state, "23"))
+        return (pg_kind){SP_STORE_CONFLICT, "store.constraint"};
+    if (starts(state, "22"))
+        return (pg_kind){SP_STORE_CONFLICT, "store.encode"};
+    if (starts(state, "54"))
+        return (pg_kind){SP_STORE_QUOTA, "store.too-big"};
+    if (starts(state, "28") || strcmp(state, "42501") == 0)
+        return (pg_kind){SP_STORE_UNAUTHORIZED, "store.unauthorized"};
+    if (starts(state, "42") || starts(state, "25") || strcmp(state, "0A000") == 0)
+        return (pg_kind){SP_STORE_INCOMPATIBLE, "store.sql"};
+    if (strcmp(state, "XX001") == 0 || strcmp(state, "XX002") == 0)
+        return (pg_kind){SP_STORE_CORRUPT, "store.corrupt"};
+    return (pg_kind){SP_STORE_UNAVAILABLE, "store.io"};
+}
+
+sp_store_rc sp_pg_fail(pg_conn *c, const PGresult *res, const char *what, sp_error *err)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    bool lost = c && c->db && PQstatus(c->db) == CONNECTION_BAD;
+    char detail[SP_MESSAGE_MAX];
+    snprintf(detail, sizeof detail, "%s",
+             primary                               ? primary
+             : res && PQresultErrorMessage(res)[0] ? PQresultErrorMessage(res)
+             : c && c->db                          ? PQerrorMessage(c->db)
+                                                   : "no connection");
+    one_line(detail);
+    if (!detail[0])
+        snprintf(detail, sizeof detail, "no answer from the server");
+    pg_kind k = lost
+                    ? (pg_kind){SP_STORE_UNAVAILABLE, "store.io"}
+                    : kind_of(state, res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL);
+    char message[SP_MESSAGE_MAX + 160];
+    snprintf(message, sizeof message, "postgres: %s: %s%s%s%s", what, detail,
+             state ? " (SQLSTATE " : "", state ? state : "", state ? ")" : "");
+    if (lost)
+        snprintf(message + strlen(message), sizeof message - strlen(message),
+                 " (connection lost; it is re-established on the next request)");
+    scrub(c, message, sizeof message);
+    sp_fail(err, k.code, "%s", message);
+    return k.kind;
+}
+
+/* ---- statements: `?` -> `$n`, prepared once per connection ---- */
+
+/* The statement text with `?` placeholders outside quotes numbered $1..$n. */
+static char *rewrite(const char *sql, size_t *nparams)
+{
+    size_t len = strlen(sql), n = 0;
+    char *out = malloc(len * 4 + 1); /* "?" -> "$nnn" at most */
+    if (!out)
+        return NULL;
+    char quote = 0, *w = out;
+    for (const char *r = sql; *r; r++) {
+        if (quote) {
+            if (*r == quote)
+                quote = 0;
+        } else if (*r == '\'' || *r == '"') {
+            quote = *r;
+        } else if (*r == '?') {
+            w += sprintf(w, "$%zu", ++n);
+            continue;
+        }
+        *w++ = *r;
+    }
+    *w = '\0';
+    *nparams = n;
+    return out;
+}
+
+static Oid type_of(const sp_db_val *v)
+{
+    switch (v->type) {
+    case SP_DB_INT:
+        return OID_INT8;
+    case SP_DB_TEXT:
+        return OID_TEXT;
+    case SP_DB_BLOB:
+        return OID_BYTEA;
+    default:
+        return 0; /* NULL: the server infers the type from the context */
+    }
+}
+
+/* The cache key: SQL text, a separator, one letter per parameter type (a
+ * statement first prepared with a NULL parameter is another statement than
+ * the one with a value there). */
+static char *statement_key(const char *sql, const sp_db_val *params, size_t n, size_t *len)
+{
+    size_t sql_len = strlen(sql);
+    char *key = malloc(sql_len + n + 2);
+    if (!key)
+        return NULL;
+    memcpy(key, sql, sql_len);
+    key[sql_len] = '\x1f';
+    for (size_t i = 0; i < n; i++)
+        key[sql_len + 1 + i] = "nitb"[params[i].type]; /* NULL, INT, TEXT, BLOB */
+    key[sql_len + 1 + n] = '\0';
+    *len = sql_len + 1 + n;
+    return key;
+}
+
+static sp_store_rc prepare(pg_conn *c, const char *sql, const sp_db_val *params, size_t n,
+                           pg_stmt **out, sp_error *err)
+{
+    size_t key_len = 0, found = 0;
+    char *key = statement_key(sql, params, n, &key_len);
+    if (!key)
+        return sp_fail(err, "runtime.out-of-memory", "out of memory"), SP_STORE_UNAVAILABLE;
+    if ((*out = sp_db_cache_get(&c->statements, key, key_len))) {
+        free(key);
+        return SP_STORE_OK;
+    }
+    char *text = rewrite(sql, &found);
+    pg_stmt *st = calloc(1, sizeof *st);
+    Oid *types = calloc(n ? n : 1, sizeof *types);
+    sp_store_rc rc = SP_STORE_OK;
+    if (!text || !st || !types) {
+        sp_fail(err, "runtime.out-of-memory", "out of memory");
+        rc = SP_STORE_UNAVAILABLE;
+    } else if (found != n) {
+        sp_fail(err, "store.sql", "postgres: statement has %zu placeholders, %zu parameters", found,
+                n);
+        rc = SP_STORE_INCOMPATIBLE;
+    }
+    if (rc == SP_STORE_OK) {
+        for (size_t i = 0; i < n; i++)
+            types[i] = type_of(&params[i]);
+        snprintf(st->name, sizeof st->name, "sp%u", ++c->next_statement);
+        PGresult *res = PQprepare(c->db, st->name, text, (int)n, types);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK)
+            rc = sp_pg_fail(c, res, "prepare", err);
+        PQclear(res);
+    }
+    if (rc == SP_STORE_OK && !sp_db_cache_put(&c->statements, key, key_len, st)) {
+        sp_fail(err, "runtime.out-of-memory", "out of memory");
+        rc = SP_STORE_UNAVAILABLE;
+    }
+    if (rc == SP_STORE_OK)
+        *out = st;
+    else
+        free(st);
+    free(text);
+    free(types);
+    free(key);
+    return rc;
+}
+
+/* ---- results ---- */
+
+static int64_t be_int(const char *p, int len)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < len; i++)
+        v = (v << 8) | (unsigned char)p[i];
+    if (len < 8 && (v >> (8 * len - 1)) & 1) /* sign-extend */
+        v |= ~UINT64_C(0) << (8 * len);
+    return (int64_t)v;
+}
+
+static bool text_type(Oid t)
+{
+    return t == OID_TEXT || t == OID_VARCHAR || t == OID_BPCHAR || t == OID_NAME || t == OID_JSON ||
+           t == OID_UNKNOWN;
+}
+
+/* 0 OK, 1 out of memory, 2 a column type this driver does not read. */
+static int read_cell(const PGresult *res, int row, int col, sp_db_val *v)
+{
+    *v = (sp_db_val){SP_DB_NULL, 0, NULL, 0};
+    if (PQgetisnull(res, row, col))
+        return 0;
+    Oid t = PQftype(res, col);
+    const char *p = PQgetvalue(res, row, col);
+    int len = PQgetlength(res, row, col);
+    if (t == OID_INT8 || t == OID_INT4 || t == OID_INT2 || t == OID_BOOL || t == OID_OID) {
+        if (len < 1 || len > 8)
+            return 2;
+        v->type = SP_DB_INT;
+        v->i = t == OID_OID ? (int64_t)(uint32_t)be_int(p, len) : be_int(p, len);
+        if (t == OID_BOOL)
+            v->i = p[0] != 0;
+        return 0;
+    }
+    if (t != OID_BYTEA && !text_type(t))
+        return 2;
+    char *copy = malloc((size_t)len + 1);
+    if (!copy)
+        return 1;
+    memcpy(copy, p, (size_t)len);
+    copy[len] = '\0';
+    v->type = t == OID_BYTEA ? SP_DB_BLOB : SP_DB_TEXT;
+    v->s = copy;
+    v->len = (size_t)len;
+    return 0;
+}
+
+static sp_store_rc read_rows(const PGresult *res, sp_db_rows *out, sp_error *err)
+{
+    size_t nrows = (size_t)PQntuples(res), ncols = (size_t)PQnfields(res);
+    out->ncols = ncols;
+    out->cells = calloc(nrows * ncols + 1, sizeof *out->cells);
+    if (!out->cells)
+        return sp_fail(err, "runtime.out-of-memory", "out of memory"), SP_STORE_UNAVAILABLE;
+    for (size_t r = 0; r < nrows; r++, out->nrows++)
+        for (size_t col = 0; col < ncols; col++) {
+            int bad = read_cell(res, (int)r, (int)col, &out->cells[r * ncols + col]);
+            if (bad) {
+                out->nrows++; /* free what this row has so far */
+                sp_db_rows_free(out);
+                if (bad == 1)
+                    return sp_fail(err, "runtime.out-of-memory", "out of memory"),
+                           SP_STORE_UNAVAILABLE;
+                sp_fail(err, "store.sql", "postgres: a result column has type %u",
+                        (unsigned)PQftype(res, (int)col));
+                return SP_STORE_INCOMPATIBLE;
+            }
+        }
+    return SP_STORE_OK;
+}
+
+/* ---- the driver ---- */
+
+static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params, size_t n,
+                            sp_db_rows *out, int64_t *changes, sp_error *err)
+{
+    pg_conn *c = conn;
+    if (out)
+        *out = (sp_db_rows){0};
+    pg_stmt *st = NULL;
+    sp_store_rc rc = prepare(c, sql, params, n, &st, err);
+    if (rc)
+        return rc;
+    const char **values = calloc(n ? n : 1, sizeof *values);
+    int *lengths = calloc(n ? n : 1, sizeof *lengths),
+        *formats = calloc(n ? n : 1, sizeof *formats);
+    uint64_t *ints = calloc(n ? n : 1, sizeof *ints);
+    if (!values || !lengths || !formats || !ints) {
+        free(values), free(lengths), free(formats), free(ints);
+        return sp_fail(err, "runtime.out-of-memory", "out of memory"), SP_STORE_UNAVAILABLE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        formats[i] = 1;
+        if (params[i].type == SP_DB_INT) {
+            ints[i] = htobe64((uint64_t)params[i].i);
+            values[i] = (const char *)&ints[i];
+            lengths[i] = 8;
+        } else if (params[i].type == SP_DB_TEXT || params[i].type == SP_DB_BLOB) {
+            values[i] = params[i].s ? params[i].s : "";
+            lengths[i] = params[i].s ? (int)params[i].len : 0;
+        }
+    }
+    PGresult *res = PQexecPrepared(c->db, st->name, (int)n, values, lengths, formats, 1);
+    free(values), free(lengths), free(formats), free(ints);
+    ExecStatusType status = PQresultStatus(res);
+    if (status == PGRES_TUPLES_OK && out)
+        rc = read_rows(res, out, err);
+    else if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK)
+        rc = sp_pg_fail(c, res, "query", err);
+    if (rc == SP_STORE_OK && changes) {
+        const char *tuples = PQcmdTuples(res);
+        *changes = tuples && *tuples ? strtoll(tuples, NULL, 10) : 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+static bool exec_ok(pg_conn *c, const char *sql, PGresult **out)
+{
+    PGresult *res = PQexec(c->db, sql);
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
+    if (out)
+        *out = res;
+    else
+        PQclear(res);
+    return ok;
+}
+
+static void discard_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* Session settings: bounded lock waits (unless the URL or the role already
+ * set one), and no notices on stderr. */
+static sp_store_rc session_setup(pg_conn *c, sp_error *err)
+{
+    PQsetNoticeProcessor(c->db, discard_notice, NULL);
+    PGresult *res = NULL;
+    bool ok =
+        exec_ok(c,
+                "SELECT set_config('lock_timeout', '" SP_PG_LOCK_TIMEOUT "', false)"
+                " WHERE current_setting('lock_timeout') = '0';"
+                "SELECT set_config('idle_in_transaction_session_timeout', '" SP_PG_IDLE_TX_TIMEOUT
+                "', false) WHERE current_setting('idle_in_transaction_session_timeout') = '0'",
+                &res);
+    sp_store_rc rc = ok ? SP_STORE_OK : sp_pg_fail(c, res, "session settings", err);
+    PQclear(res);
+    return rc;
+}
+
+static sp_store_rc connection_failed(pg_conn *c, const char *what, sp_error *err)
+{
+    char detail[SP_MESSAGE_MAX];
+    snprintf(detail, sizeof detail, "%s", c->db ? PQerrorMessage(c->db) : "out of memory");
+    one_line(detail);
+    bool denied = strstr(detail, "password authentication failed") ||
+                  strstr(detail, "no pg_hba.conf entry") || strstr(detail, "permission denied");
+    char message[SP_MESSAGE_MAX + 64];
+    snprintf(message, sizeof message, "postgres: %s: %s", what, detail);
+    scrub(c, message, sizeof message);
+    sp_fail(err, denied ? "store.unauthorized" : "store.io", "%s", message);
+    return denied ? SP_STORE_UNAUTHORIZED : SP_STORE_UNAVAILABLE;
+}
+
+/* A connection lost since the last request is re-established here (its
+ * prepared statements went with it). */
+static sp_store_rc reconnect(pg_conn *c, sp_error *err)
+{
+    sp_db_cache_clear(&c->statements);
+    PQreset(c->db);
+    if (PQstatus(c->db) != CONNECTION_OK)
+        return connection_failed(c, "reconnecting", err);
+    return session_setup(c, err);
+}
+
+static const char *begin_sql(sp_db_tx mode)
+{
+    switch (mode) {
+    case SP_DB_READ:
+        return "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    case SP_DB_WRITE:
+    case SP_DB_SCAN:
+        break;
+    }
+    return "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE";
+}
+
+static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
+{
+    pg_conn *c = conn;
+    pthread_mutex_lock(&c->mu);
+    sp_store_rc rc = PQstatus(c->db) == CONNECTION_OK ? SP_STORE_OK : reconnect(c, err);
+    PGresult *res = NULL;
+    if (rc == SP_STORE_OK && !exec_ok(c, begin_sql(mode), &res)) {
+        /* The server may have gone away since the last request: nothing has
+         * happened in this transaction yet, so one fresh connection is safe. */
+        bool retry = PQstatus(c->db) == CONNECTION_BAD;
+        PQclear(res);
+        res = NULL;
+        rc = retry ? reconnect(c, err) : SP_STORE_OK;
+        if (rc == SP_STORE_OK && !exec_ok(c, begin_sql(mode), &res))
+            rc = sp_pg_fail(c, res, "begin", err);
+    }
+    PQclear(res);
+    if (rc)
+        pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static sp_store_rc pg_commit(void *conn, sp_error *err)
+{
+    pg_conn *c = conn;
+    PGresult *res = PQexec(c->db, "COMMIT");
+    sp_store_rc rc = SP_STORE_OK;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        rc = sp_pg_fail(c, res, "commit", err);
+        if (!state || PQstatus(c->db) == CONNECTION_BAD || starts(state, "08")) {
+            /* No answer: the server may have committed before the connection went. */
+            char message[SP_MESSAGE_MAX];
+            snprintf(message, sizeof message, "%s", err->message);
+            sp_fail(err, "store.unknown-commit", "%s (the commit's outcome is unknown)", message);
+            rc = SP_STORE_UNKNOWN_COMMIT;
+        }
+    } else if (strcmp(PQcmdStatus(res), "COMMIT") != 0) {
+        sp_fail(err, "store.io",
+                "postgres: commit: the transaction had failed and was rolled back");
+        rc = SP_STORE_UNAVAILABLE;
+    }
+    PQclear(res);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static void pg_rollback(void *conn)
+{
+    pg_conn *c = conn;
+    if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
+        exec_ok(c, "ROLLBACK", NULL);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static uint64_t pg_now(void *conn)
+{
+    pg_conn *c = conn;
+    if (c->has_clock)
+        return c->clock.now_ms(c->clock.ctx);
+    sp_db_rows rows;
+    sp_error err = {0};
+    uint64_t now = 0;
+    /* A failure here leaves the transaction failed (or the connection gone):
+     * the next statement fails with the real cause, so 0 is never written. */
+    if (pg_query(c, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint", NULL, 0,
+                 &rows, NULL, &err) == SP_STORE_OK &&
+        rows.nrows == 1 && sp_db_cell(&rows, 0, 0)->type == SP_DB_INT)
+        now = (uint64_t)sp_db_cell(&rows, 0, 0)->i;
+    sp_db_rows_free(&rows);
+    sp_error_clear(&err);
+    return now;
+}
+
+static void release_statement(void *stmt)
+{
+    free(stmt);
+}
+
+static void pg_close(void *conn)
+{
+    pg_conn *c = conn;
+    if (!c)
+        return;
+    sp_db_cache_clear(&c->statements);
+    PQfinish(c->db);
+    pthread_mutex_destroy(&c->mu);
+    for (int i = 0; i < 4; i++)
+        free(c->secrets[i]);
+    free(c);
+}
+
+static const sp_db_driver PG_DRIVER = {
+    .name = "postgres",
+    .dialect = {.for_update = " FOR UPDATE", .skip_locked = " FOR UPDATE SKIP LOCKED"},
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .query = pg_query,
+    .now_ms = pg_now,
+    .close = pg_close,
+};
+
+/* ---- the URL ---- */
+
+/* The span of the userinfo's password (after ':' before '@') and of the
+ * password=... parameter's value, as offsets into url; len 0 when absent. */
+typedef struct span {
+    size_t at, len;
+} span;
+
+static void find_secrets(const char *url, span *user_pw, span *param_pw)
+{
+    *user_pw = *param_pw = (span){0, 0};
+    const char *auth = strstr(url, "://");
+    if (!auth)
+        return;
+    auth += 3;
+    size_t auth_len = strcspn(auth, "/?");
+    const char *at = NULL;
+    for (const char *p = auth; p < auth + auth_len; p++)
+        if (*p == '@')
+            at = p;
+    if (at) {
+        const char *colon = memchr(auth, ':', (size_t)(at - auth));
+        if (colon)
+            *user_pw = (span){(size_t)(colon + 1 - url), (size_t)(at - colon - 1)};
+    }
+    const char *q = strchr(auth, '?');
+    for (const char *p = q; p && *p;) {
+        p++;
+        if (strncmp(p, "password=", 9) == 0) {
+            *param_pw = (span){(size_t)(p + 9 - url), strcspn(p + 9, "&")};
+            return;
+        }
+        p = strchr(p, '&');
+    }
+}
+
+char *sp_pg_redact(const char *url)
+{
+    span user_pw, param_pw;
+    find_secrets(url, &user_pw, &param_pw);
+    size_t len = strlen(url);
+    char *out = malloc(len + 1), *w = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len;) {
+        if (user_pw.len && i == user_pw.at - 1) { /* ":password" */
+            i = user_pw.at + user_pw.len;
+            continue;
+        }
+        if (param_pw.len && i == param_pw.at - 9 - 1) { /* "?password=..." or "&password=..." */
+            size_t end = param_pw.at + param_pw.len;
+            if (url[i] == '?') {
+                *w++ = '?';
+                end += url[end] == '&';
+            }
+            i = end;
+            continue;
+        }
+        *w++ = url[i++];
+    }
+    if (w > out && w[-1] == '?')
+        w--;
+    *w = '\0';
+    return out;
+}
+
+static int hex_digit(char ch)
+{
+    return isdigit((unsigned char)ch) ? ch - '0'
+           : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
+           : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10
+                                      : -1;
+}
+
+static char *percent_decode(const char *s, size_t n)
+{
+    char *out = malloc(n + 1), *w = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' && i + 2 < n && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+            *w++ = (char)(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+            i += 2;
+        } else {
+            *w++ = s[i];
+        }
+    }
+    *w = '\0';
+    return out;
+}
+
+static bool remember_secrets(pg_conn *c, const char *url)
+{
+    span spans[2];
+    find_secrets(url, &spans[0], &spans[1]);
+    for (int i = 0; i < 2; i++) {
+        if (!spans[i].len)
+            continue;
+        c->secrets[2 * i] = strndup(url + spans[i].at, spans[i].len);
+        c->secrets[2 * i + 1] = percent_decode(url + spans[i].at, spans[i].len);
+        if (!c->secrets[2 * i] || !c->secrets[2 * i + 1])
+            return false;
+    }
+    return true;
+}
+
+/* ---- opening ---- */
+
+static pg_conn *connect_to(const char *url, const sp_clock *clock, sp_error *err)
+{
+    pg_conn *c = calloc(1, sizeof *c);
+    if (!c || !remember_secrets(c, url)) {
+        pg_close(c);
+        sp_oom(err);
+        return NULL;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    c->statements.release = release_statement;
+    c->clock = clock ? *clock : sp_clock_system();
+    c->has_clock = clock != NULL;
+    /* Defaults first (the URL and libpq's environment override them), the
+     * URL, then what the driver needs whatever the URL says. */
+    const char *timeout = getenv("PGCONNECT_TIMEOUT");
+    const char *keys[] = {"fallback_application_name", "connect_timeout", "dbname",
+                          "client_encoding", NULL};
+    const char *values[] = {"spore", timeout && *timeout ? timeout : "10", url, "UTF8", NULL};
+    c->db = PQconnectdbParams(keys, values, 1);
+    sp_store_rc rc = c->db && PQstatus(c->db) == CONNECTION_OK
+                         ? SP_STORE_OK
+                         : connection_failed(c, "connecting", err);
+    if (rc == SP_STORE_OK)
+        rc = session_setup(c, err);
+    if (rc == SP_STORE_OK)
+        rc = sp_pg_schema_ensure(c, err);
+    if (rc != SP_STORE_OK) {
+        pg_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+sp_store *sp_pg_open(const char *url, const sp_clock *clock, sp_error *err)
+{
+    pg_conn *c = connect_to(url, clock, err);
+    if (!c)
+        return NULL;
+    sp_store *s = calloc(1, sizeof *s);
+    if (!s || !(s->location = sp_pg_redact(url))) {
+        free(s);
+        pg_close(c);
+        sp_oom(err);
+        return NULL;
+    }
+    s->driver = &PG_DRIVER;
+    s->conn = c;
+    s->clock = c->clock;
+    s->has_clock = c->has_clock;
+    return s;
+}

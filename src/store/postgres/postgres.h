@@ -1,0 +1,70 @@
+/*
+ * postgres.h - private interface of the PostgreSQL adapter (store.md §6):
+ * the libpq driver (driver.c) and its schema (schema.c).
+ *
+ * What it is for: sp_store_open() hands a postgres:// or postgresql:// URL
+ * here and gets a store whose driver runs the shared logic (src/store/ops_*)
+ * over one libpq connection: READ COMMITTED with the run row locked first,
+ * `now` from the database clock after the lock, FOR UPDATE SKIP LOCKED work
+ * selection, and every failure mapped by SQLSTATE to the same failure kinds
+ * and codes as SQLite.
+ *
+ * What it must never do: be included outside src/store/, or let the
+ * password of the URL reach a location, an error or a log line.
+ */
+#ifndef SPORE_STORE_POSTGRES_POSTGRES_H
+#define SPORE_STORE_POSTGRES_POSTGRES_H
+
+#include <libpq-fe.h>
+#include <pthread.h>
+
+#include "store/db.h"
+
+/* Same bound on a lock wait as SQLite's busy timeout: then unavailable/store.busy. */
+#define SP_PG_LOCK_TIMEOUT "5s"
+/* A session idle inside a transaction this long is ended by the server, so a
+ * worker that stalls mid-transaction cannot hold a run's lock for long. */
+#define SP_PG_IDLE_TX_TIMEOUT "60s"
+
+typedef struct pg_conn {
+    PGconn *db;
+    pthread_mutex_t mu; /* held from begin() to commit()/rollback() */
+    sp_clock clock;
+    bool has_clock;        /* an injected clock (tests), else clock_timestamp() */
+    sp_db_cache statements; /* pg_stmt by SQL text + parameter types */
+    unsigned next_statement;
+    char *secrets[4]; /* the URL's passwords (userinfo, parameter) as written and decoded */
+} pg_conn;
+
+/* Open the store at `url` (creating the schema when the database's current
+ * schema is empty). */
+sp_store *sp_pg_open(const char *url, const sp_clock *clock, sp_error *err);
+
+/* `url` without its password (the userinfo's and any password= parameter);
+ * NULL on out-of-memory. */
+char *sp_pg_redact(const char *url);
+
+/* Fill `err` from a failed result (or the connection's last error when
+ * `res` is NULL), with every secret removed; returns the failure kind:
+ *   40001 serialization, 40P01 deadlock, 55P03 lock timeout, 57014 canceled
+ *       -> unavailable/store.busy
+ *   23505 on runs_pkey, runs_start_key or receipts_pkey (a racing create_run
+ *       or receipt: retrying the identical request answers duplicate)
+ *       -> unavailable/store.busy
+ *   other 23xxx -> conflict/store.constraint
+ *   22xxx -> conflict/store.encode;  54xxx -> quota/store.too-big
+ *   28xxx, 42501 -> unauthorized/store.unauthorized
+ *   42xxx, 0A000, 25xxx -> incompatible/store.sql
+ *   XX001, XX002 -> corrupt/store.corrupt
+ *   08xxx, 57Pxx, 53xxx, a lost connection, anything else -> unavailable/store.io */
+sp_store_rc sp_pg_fail(pg_conn *c, const PGresult *res, const char *what, sp_error *err);
+
+/* Check or create the schema in the connection's current schema
+ * (current_schema(), the first existing schema of search_path): version 1
+ * -> OK; newer -> incompatible/schema.too-new; tables but no
+ * schema_version -> incompatible/schema.unknown; empty -> created inside a
+ * transaction that holds an advisory lock, so concurrent first connects do
+ * not race. */
+sp_store_rc sp_pg_schema_ensure(pg_conn *c, sp_error *err);
+
+#endif

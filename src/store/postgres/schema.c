@@ -1,0 +1,216 @@
+/*
+ * schema.c - the PostgreSQL schema of the store, version 1: the same logical
+ * schema as SQLite's (src/store/sqlite/schema.c) - same tables, columns,
+ * keys and constraints - in PostgreSQL types: BIGINT counters and times,
+ * BYTEA blobs, TEXT canonical JSON, an identity column for the audit trail;
+ * identifiers in the "C" collation so that ordering and cursors compare
+ * bytes exactly as SQLite does, whatever the database's locale. Partial
+ * indexes serve work selection: runs with a pending event, pending
+ * invocations, running attempts (by lease, deadline, host, holder).
+ *
+ * The version lives in the table schema_version (one row). The store lives
+ * in the connection's current schema (the first existing schema of
+ * search_path), so several stores can share one database under different
+ * schemas (`?options=-csearch_path%3D<schema>` in the URL).
+ *
+ * What it is for: creating that schema on first connect - inside one
+ * transaction that holds an advisory lock, so concurrent first connects of
+ * many workers do not race - and refusing a schema this code does not
+ * understand.
+ *
+ * What it must never do: touch a schema whose version is newer, or create
+ * tables in a non-empty schema that is not a spore store.
+ *
+ * Constraint names matter to the driver: a unique violation on runs_pkey,
+ * runs_start_key or receipts_pkey is a racing create_run (retry it; see
+ * driver.c), any other is conflict/store.constraint.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "store/postgres/postgres.h"
+
+_Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
+
+#define ID "TEXT COLLATE \"C\""
+
+static const char DDL[] =
+    "CREATE TABLE meta (key " ID " PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE packages (digest " ID " PRIMARY KEY, body TEXT NOT NULL);"
+    "CREATE TABLE blobs (digest " ID " PRIMARY KEY, body BYTEA NOT NULL);"
+    "CREATE TABLE runs ("
+    " tenant " ID " NOT NULL, run_id " ID " NOT NULL, start_key " ID " NOT NULL,"
+    " package_digest " ID " NOT NULL REFERENCES packages (digest), artifact_digest " ID ","
+    " started_digest " ID " NOT NULL, status " ID " NOT NULL,"
+    " revision BIGINT NOT NULL, applied_sequence BIGINT NOT NULL,"
+    " next_sequence BIGINT NOT NULL, last_accepted_ms BIGINT NOT NULL,"
+    " snapshot TEXT, snapshot_digest " ID ", fence BIGINT NOT NULL,"
+    " quarantine_code " ID ", quarantine_details TEXT, quarantine_at_ms BIGINT,"
+    " created_at_ms BIGINT NOT NULL, updated_at_ms BIGINT NOT NULL,"
+    " CONSTRAINT runs_pkey PRIMARY KEY (tenant, run_id),"
+    " CONSTRAINT runs_start_key UNIQUE (tenant, start_key),"
+    " CHECK (applied_sequence < next_sequence));"
+    "CREATE INDEX runs_ready ON runs (tenant, run_id)"
+    " WHERE quarantine_code IS NULL AND next_sequence > applied_sequence + 1;"
+    "CREATE TABLE events ("
+    " tenant " ID " NOT NULL, run_id " ID " NOT NULL, sequence BIGINT NOT NULL,"
+    " event_id " ID " NOT NULL, kind " ID " NOT NULL, body TEXT NOT NULL,"
+    " body_digest " ID " NOT NULL, accepted_at_ms BIGINT NOT NULL, consumed_revision BIGINT,"
+    " CONSTRAINT events_pkey PRIMARY KEY (tenant, run_id, sequence),"
+    " CONSTRAINT events_event_id UNIQUE (tenant, run_id, event_id),"
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
+    "CREATE TABLE transitions ("
+    " tenant " ID " NOT NULL, run_id " ID " NOT NULL, revision BIGINT NOT NULL,"
+    " consumed_sequence BIGINT NOT NULL, decision_digest " ID " NOT NULL,"
+    " snapshot_digest " ID " NOT NULL, diagnostics TEXT NOT NULL, committed_at_ms BIGINT NOT NULL,"
+    " CONSTRAINT transitions_pkey PRIMARY KEY (tenant, run_id, revision),"
+    " CONSTRAINT transitions_consumed UNIQUE (tenant, run_id, consumed_sequence),"
+    " FOREIGN KEY (tenant, run_id, consumed_sequence)"
+    " REFERENCES events (tenant, run_id, sequence));"
+    "CREATE TABLE commands ("
+    " tenant " ID " NOT NULL, run_id " ID " NOT NULL, command_id " ID " NOT NULL,"
+    " revision BIGINT NOT NULL, ordinal BIGINT NOT NULL, activation_id " ID " NOT NULL,"
+    " kind " ID " NOT NULL, payload TEXT NOT NULL,"
+    " CONSTRAINT commands_pkey PRIMARY KEY (tenant, run_id, command_id),"
+    " FOREIGN KEY (tenant, run_id, revision) REFERENCES transitions (tenant, run_id, revision));"
+    "CREATE TABLE invocations ("
+    " tenant " ID " NOT NULL, run_id " ID " NOT NULL, invocation_id " ID " NOT NULL,"
+    " node_id " ID " NOT NULL, action_id " ID " NOT NULL, effect_key " ID " NOT NULL,"
+    " input TEXT NOT NULL, input_digest " ID " NOT NULL,"
+    " status " ID " NOT NULL CHECK (status IN ('pending', 'running', 'settled')),"
+    " attempt_number BIGINT NOT NULL, not_before_ms BIGINT NOT NULL,"
+    " CONSTRAINT invocations_pkey PRIMARY KEY (tenant, run_id, invocation_id),"
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
+    "CREATE INDEX invocations_due ON invocations (not_before_ms, invocation_id, tenant, run_id)"
+    " WHERE status = 'pending';"
+    "CREATE TABLE attempts ("
+    " tenant " ID " NOT NULL, run_id " ID " NOT NULL, attempt_id " ID " NOT NULL,"
+    " invocation_id " ID " NOT NULL, attempt_number BIGINT NOT NULL, owner " ID " NOT NULL,"
+    " fence BIGINT NOT NULL, lease_until_ms BIGINT NOT NULL, deadline_ms BIGINT NOT NULL,"
+    " status " ID " NOT NULL CHECK (status IN ('running', 'finished', 'expired')),"
+    " result TEXT, holder TEXT CHECK (holder IS NULL OR octet_length(holder) <= 4096),"
+    " owner_host " ID " NOT NULL, owner_pid BIGINT NOT NULL, owner_started BIGINT NOT NULL,"
+    " expire_reason " ID ", started_at_ms BIGINT NOT NULL, ended_at_ms BIGINT,"
+    " CONSTRAINT attempts_pkey PRIMARY KEY (tenant, run_id, attempt_id),"
+    " CONSTRAINT attempts_number UNIQUE (tenant, run_id, invocation_id, attempt_number),"
+    " CONSTRAINT attempts_fence UNIQUE (tenant, run_id, fence),"
+    " FOREIGN KEY (tenant, run_id, invocation_id)"
+    " REFERENCES invocations (tenant, run_id, invocation_id));"
+    "CREATE INDEX attempts_lease ON attempts (lease_until_ms, attempt_id, tenant, run_id)"
+    " WHERE status = 'running';"
+    "CREATE INDEX attempts_deadline ON attempts (deadline_ms, attempt_id, tenant, run_id)"
+    " WHERE status = 'running' AND deadline_ms <> 0;"
+    "CREATE INDEX attempts_host ON attempts (owner_host, attempt_id)"
+    " WHERE status = 'running' AND holder IS NULL;"
+    "CREATE INDEX attempts_held ON attempts (attempt_id, tenant, run_id)"
+    " WHERE status = 'running' AND holder IS NOT NULL;"
+    "CREATE TABLE receipts ("
+    " tenant " ID " NOT NULL, run_id " ID " NOT NULL, request_id " ID " NOT NULL,"
+    " request_digest " ID " NOT NULL, operation " ID " NOT NULL, value TEXT NOT NULL,"
+    " CONSTRAINT receipts_pkey PRIMARY KEY (tenant, run_id, request_id));"
+    "CREATE TABLE audit ("
+    " audit_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tenant " ID " NOT NULL,"
+    " run_id " ID " NOT NULL, attempt_id " ID " NOT NULL, kind " ID " NOT NULL, reason " ID ","
+    " evidence_digest " ID " NOT NULL, evidence TEXT NOT NULL, at_ms BIGINT NOT NULL);"
+    "CREATE TABLE schema_version (version BIGINT NOT NULL);"
+    "INSERT INTO schema_version (version) VALUES (1);";
+
+/* What the current schema holds: its name (NULL when search_path names no
+ * existing schema), its number of tables, and whether schema_version is one. */
+#define STATE_SQL                                                                                  \
+    "SELECT current_schema(),"                                                                     \
+    " (SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"                  \
+    "  ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"                               \
+    "  AND c.relkind IN ('r', 'p', 'v', 'm', 'f')),"                                               \
+    " (SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"                  \
+    "  ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"                               \
+    "  AND c.relname = 'schema_version')"
+
+typedef struct schema_state {
+    bool has_schema;
+    long long tables;
+    bool versioned;
+} schema_state;
+
+static sp_store_rc read_state(pg_conn *c, schema_state *st, sp_error *err)
+{
+    PGresult *res = PQexec(c->db, STATE_SQL);
+    sp_store_rc rc = SP_STORE_OK;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        rc = sp_pg_fail(c, res, "reading the schema", err);
+    else
+        *st = (schema_state){!PQgetisnull(res, 0, 0), atoll(PQgetvalue(res, 0, 1)),
+                             atoll(PQgetvalue(res, 0, 2)) > 0};
+    PQclear(res);
+    return rc;
+}
+
+static sp_store_rc read_version(pg_conn *c, sp_error *err)
+{
+    PGresult *res = PQexec(c->db, "SELECT max(version) FROM schema_version");
+    sp_store_rc rc;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        rc = sp_pg_fail(c, res, "reading the schema version", err);
+    else if (PQgetisnull(res, 0, 0)) {
+        sp_fail(err, "schema.unknown", "the store's schema_version table is empty");
+        rc = SP_STORE_INCOMPATIBLE;
+    } else
+        rc = sp_db_check_schema_version(atoll(PQgetvalue(res, 0, 0)), err);
+    PQclear(res);
+    return rc;
+}
+
+static sp_store_rc exec(pg_conn *c, const char *sql, const char *what, sp_error *err)
+{
+    PGresult *res = PQexec(c->db, sql);
+    ExecStatusType status = PQresultStatus(res);
+    sp_store_rc rc = status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK
+                         ? SP_STORE_OK
+                         : sp_pg_fail(c, res, what, err);
+    PQclear(res);
+    return rc;
+}
+
+/* Inside the locked transaction: create the schema if nobody did meanwhile. */
+static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
+{
+    schema_state st;
+    sp_store_rc rc = read_state(c, &st, err);
+    if (rc)
+        return rc;
+    if (st.versioned)
+        return read_version(c, err);
+    if (!st.has_schema)
+        return sp_fail(err, "store.io",
+                       "postgres: the search_path names no existing schema to create the store in"),
+               SP_STORE_UNAVAILABLE;
+    if (st.tables != 0)
+        return sp_fail(err, "schema.unknown",
+                       "the database schema is not empty and is not a spore store"),
+               SP_STORE_INCOMPATIBLE;
+    return exec(c, DDL, "creating the schema", err);
+}
+
+sp_store_rc sp_pg_schema_ensure(pg_conn *c, sp_error *err)
+{
+    schema_state st;
+    sp_store_rc rc = read_state(c, &st, err);
+    if (rc == SP_STORE_OK && st.versioned)
+        return read_version(c, err);
+    if (rc)
+        return rc;
+    /* The lock is per schema (classid 'spor' + a hash of the schema name),
+     * held until the transaction ends. */
+    rc = exec(c,
+              "BEGIN ISOLATION LEVEL READ COMMITTED;"
+              " SELECT pg_advisory_xact_lock(1936748402, hashtext(current_schema()))",
+              "locking the schema", err);
+    if (rc)
+        return rc;
+    rc = initialize_locked(c, err);
+    if (rc) {
+        PQclear(PQexec(c->db, "ROLLBACK"));
+        return rc;
+    }
+    return exec(c, "COMMIT", "creating the schema", err);
+}

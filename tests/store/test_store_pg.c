@@ -1,0 +1,570 @@
+/*
+ * test_store_pg.c - the store conformance suite against the PostgreSQL
+ * adapter on a real server, plus the PostgreSQL twins of the adapter tests:
+ *   suite   S01-S14 and X01-X04 unchanged, one fresh schema per test;
+ *   cross   Q02: two connections (two instances) race: S01, S02, S03, S07, S12;
+ *   reopen  Q01: closing every connection and reconnecting keeps everything;
+ *   crash   Q03: a child process aborts at every store failpoint; the
+ *           mutation is wholly absent or present, a retry converges;
+ *   errors  Q04: a newer schema is schema.too-new, a foreign schema
+ *           schema.unknown, concurrent first connects all succeed; and the
+ *           driver's contract: credentials never in locations or errors
+ *           (wrong password -> store.unauthorized, no server -> store.io);
+ *           a held row lock -> unavailable/store.busy after lock_timeout and
+ *           the identical retry applies; a racing create_run -> one applied,
+ *           the loser unavailable or duplicate, and its retry duplicate; a
+ *           connection killed mid-transaction -> unavailable, and the next
+ *           request reconnects; a whole run through the C API (spore_open).
+ *
+ * The server: $SPORE_TEST_PG, else the URL in the file $SPORE_TEST_PG_FILE
+ * (written by `scripts/pg.sh ensure`, CTest's fixture). No server is a
+ * failure, never a skip.
+ *
+ * Usage: test_store_pg <store_crash_child> [suite|cross|reopen|crash|errors]
+ */
+#include <libpq-fe.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "adapter.h"
+#include "spore/spore.h"
+#include "suite_util.h"
+
+/* ---- the server and the factory: one schema per location ---- */
+
+typedef struct pg_ctx {
+    char url[STORE_LOCATION_MAX / 2]; /* room for the options each location adds */
+    PGconn *admin;
+    int counter;
+} pg_ctx;
+
+static pg_ctx CTX;
+
+static bool load_url(char *out, size_t cap)
+{
+    const char *env = getenv("SPORE_TEST_PG");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return true;
+    }
+    const char *file = getenv("SPORE_TEST_PG_FILE");
+    FILE *f = file ? fopen(file, "r") : NULL;
+    if (!f)
+        return false;
+    bool ok = fgets(out, (int)cap, f) != NULL;
+    fclose(f);
+    out[strcspn(out, "\n")] = '\0';
+    return ok && *out;
+}
+
+static bool admin_exec(const char *sql)
+{
+    PGresult *r = PQexec(CTX.admin, sql);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok)
+        fprintf(stderr, "admin: %s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+    return ok;
+}
+
+/* The URL of a store in `schema` (search_path through libpq's options),
+ * with `extra` ("-c name=value" settings) added. */
+static void url_for(char *out, size_t cap, const char *schema, const char *extra)
+{
+    snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s%s", CTX.url,
+             strchr(CTX.url, '?') ? '&' : '?', schema, extra ? extra : "");
+}
+
+static const char *schema_of(const char *location)
+{
+    const char *p = strstr(location, "search_path%3D");
+    static char name[128];
+    snprintf(name, sizeof name, "%s", p ? p + 14 : "");
+    name[strcspn(name, "&%")] = '\0';
+    return name;
+}
+
+static bool new_schema(char *name, size_t cap)
+{
+    char sql[256];
+    snprintf(name, cap, "spore_t_%d_%d", (int)getpid(), ++CTX.counter);
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", name, name);
+    return admin_exec(sql);
+}
+
+static bool pg_fresh(void *ctx, char location[STORE_LOCATION_MAX])
+{
+    (void)ctx;
+    char schema[64];
+    if (!new_schema(schema, sizeof schema))
+        return false;
+    url_for(location, STORE_LOCATION_MAX, schema, NULL);
+    return true;
+}
+
+static sp_store *pg_open(void *ctx, const char *location, const sp_clock *clock, sp_error *err)
+{
+    (void)ctx;
+    return sp_store_open(location, clock, err);
+}
+
+static void pg_destroy(void *ctx, const char *location)
+{
+    (void)ctx;
+    char sql[256];
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", schema_of(location));
+    admin_exec(sql);
+}
+
+static const store_factory PG = {"postgres", &CTX, pg_fresh, pg_open, pg_destroy};
+
+static sp_store *open_at(const char *location, manual_clock *clock, sp_error *err)
+{
+    sp_clock c = manual_clock_of(clock);
+    return sp_store_open(location, &c, err);
+}
+
+/* The password of the test URL (what must never be printed). */
+static void password_of(char *out, size_t cap)
+{
+    const char *auth = strstr(CTX.url, "://");
+    const char *at = auth ? strchr(auth + 3, '@') : NULL;
+    const char *colon = auth ? strchr(auth + 3, ':') : NULL;
+    out[0] = '\0';
+    if (at && colon && colon < at)
+        snprintf(out, cap, "%.*s", (int)(at - colon - 1), colon + 1);
+}
+
+/* ---- Q04: schema versions ---- */
+
+static void expect_open_fails(const char *location, const char *code)
+{
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    sp_store *s = open_at(location, &clock, &err);
+    CHECK(s == NULL);
+    CHECK_STR(err.code, code);
+    sp_error_clear(&err);
+    sp_store_close(s);
+}
+
+static void q04_schema(void)
+{
+    char loc[STORE_LOCATION_MAX], sql[256];
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    CHECK(pg_fresh(&CTX, loc));
+    sp_store *s = open_at(loc, &clock, &err);
+    CHECK(s != NULL);
+    sp_store_close(s);
+    s = open_at(loc, &clock, &err); /* the second open finds version 1 */
+    CHECK(s != NULL);
+    sp_store_close(s);
+    snprintf(sql, sizeof sql, "UPDATE %s.schema_version SET version = 2", schema_of(loc));
+    CHECK(admin_exec(sql));
+    expect_open_fails(loc, "schema.too-new");
+    pg_destroy(&CTX, loc);
+    CHECK(pg_fresh(&CTX, loc));
+    snprintf(sql, sizeof sql, "CREATE TABLE %s.foreign_table (x int)", schema_of(loc));
+    CHECK(admin_exec(sql));
+    expect_open_fails(loc, "schema.unknown");
+    pg_destroy(&CTX, loc);
+    url_for(loc, sizeof loc, "spore_no_such_schema", NULL);
+    expect_open_fails(loc, "store.io");
+}
+
+/* Eight processes' worth of first connects at once on an empty schema. */
+typedef struct first_open {
+    const char *location;
+    pthread_barrier_t *barrier;
+    bool ok;
+    char code[SP_CODE_MAX];
+} first_open;
+
+static void *first_open_thread(void *p)
+{
+    first_open *f = p;
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    pthread_barrier_wait(f->barrier);
+    sp_store *s = open_at(f->location, &clock, &err);
+    f->ok = s != NULL;
+    snprintf(f->code, sizeof f->code, "%s", err.code);
+    sp_error_clear(&err);
+    sp_store_close(s);
+    return NULL;
+}
+
+static void q04_concurrent_first_connects(void)
+{
+    enum { N = 8 };
+    char loc[STORE_LOCATION_MAX];
+    CHECK(pg_fresh(&CTX, loc));
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, N);
+    first_open f[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        f[i] = (first_open){loc, &barrier, false, ""};
+        pthread_create(&t[i], NULL, first_open_thread, &f[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        if (!f[i].ok)
+            check_fail(__FILE__, __LINE__, "concurrent first connect %d failed: %s", i, f[i].code);
+        check_count++;
+    }
+    pthread_barrier_destroy(&barrier);
+    pg_destroy(&CTX, loc);
+}
+
+/* ---- credentials ---- */
+
+static void q04_credentials(void)
+{
+    char password[128], loc[STORE_LOCATION_MAX], bad[2 * STORE_LOCATION_MAX];
+    password_of(password, sizeof password);
+    CHECK(password[0] != '\0'); /* the test server uses a password */
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    CHECK(pg_fresh(&CTX, loc));
+    sp_store *s = open_at(loc, &clock, &err);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(strstr(sp_store_location(s), password) == NULL);
+        CHECK(strstr(sp_store_location(s), "search_path") != NULL);
+        sp_store_capabilities caps;
+        sp_store_capabilities_get(s, &caps);
+        CHECK_STR(caps.adapter, "postgres");
+    }
+    sp_store_close(s);
+    /* the password as a parameter instead of in the userinfo */
+    char user_host[STORE_LOCATION_MAX / 2];
+    const char *auth = strstr(CTX.url, "://") + 3;
+    const char *colon = strchr(auth, ':'), *at = strchr(auth, '@');
+    snprintf(user_host, sizeof user_host, "%.*s%s", (int)(colon - CTX.url), CTX.url, at);
+    snprintf(bad, sizeof bad, "%s?password=%s&options=-csearch_path%%3D%s", user_host, password,
+             schema_of(loc));
+    s = open_at(bad, &clock, &err);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(strstr(sp_store_location(s), password) == NULL);
+        CHECK(strstr(sp_store_location(s), "password") == NULL);
+    }
+    sp_store_close(s);
+    sp_error_clear(&err);
+    /* a wrong password: unauthorized, and neither password in the message */
+    snprintf(bad, sizeof bad, "%.*s:wrong-%s%s", (int)(colon - CTX.url), CTX.url, password, at);
+    s = open_at(bad, &clock, &err);
+    CHECK(s == NULL);
+    CHECK_STR(err.code, "store.unauthorized");
+    CHECK(strstr(err.message, password) == NULL);
+    sp_error_clear(&err);
+    /* no server there: store.io, no password */
+    snprintf(bad, sizeof bad, "postgresql://spore:%s@127.0.0.1:1/spore", password);
+    s = open_at(bad, &clock, &err);
+    CHECK(s == NULL);
+    CHECK_STR(err.code, "store.io");
+    CHECK(strstr(err.message, password) == NULL);
+    sp_error_clear(&err);
+    /* a malformed URL echoes itself in libpq's message: scrubbed */
+    snprintf(bad, sizeof bad, "postgresql://spore:%s@127.0.0.1:notaport/spore", password);
+    s = open_at(bad, &clock, &err);
+    CHECK(s == NULL);
+    CHECK(strstr(err.message, password) == NULL);
+    sp_error_clear(&err);
+    pg_destroy(&CTX, loc);
+}
+
+/* ---- a held lock: store.busy, then the identical retry applies ---- */
+
+static void q04_busy(void)
+{
+    char schema[64], loc[STORE_LOCATION_MAX], sql[256];
+    CHECK(new_schema(schema, sizeof schema));
+    url_for(loc, sizeof loc, schema, "%20-clock_timeout%3D300");
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    sp_store *s = open_at(loc, &clock, &err);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    sp_run_key k = fx_key("run_busy");
+    sp_create_run_res cr;
+    EXPECT_OK(fx_create(s, &k, "busy", &cr, &err), &err);
+    CHECK(admin_exec("BEGIN"));
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s.runs WHERE run_id = 'run_busy' FOR UPDATE", schema);
+    CHECK(admin_exec(sql));
+    sp_run_view v; /* readers are not blocked by the lock */
+    bool found = false;
+    EXPECT_OK(sp_store_get_run(s, &k, &v, &found, &err), &err);
+    CHECK(found);
+    sp_run_view_free(&v);
+    sp_key_page page; /* work selection skips the locked run instead of waiting */
+    EXPECT_OK(sp_store_scan_ready(s, NULL, 0, &page, &err), &err);
+    CHECK_INT(page.n, 0);
+    sp_key_page_free(&page);
+    sp_append_event_res a;
+    EXPECT(fx_signal(s, &k, "m1", "go", &a, &err), &err, SP_STORE_UNAVAILABLE, "store.busy");
+    CHECK(admin_exec("ROLLBACK"));
+    EXPECT_OK(sp_store_scan_ready(s, NULL, 0, &page, &err), &err);
+    CHECK_INT(page.n, 1);
+    sp_key_page_free(&page);
+    EXPECT_OK(fx_signal(s, &k, "m1", "go", &a, &err), &err); /* the identical request again */
+    CHECK(a.disposition == SP_APPLIED && a.sequence == 2);
+    sp_store_close(s);
+    pg_destroy(&CTX, loc);
+}
+
+/* ---- racing create_run across two connections ---- */
+
+typedef struct create_job {
+    sp_store *s;
+    sp_run_key key;
+    const char *start_key;
+    pthread_barrier_t *barrier;
+    sp_store_rc rc;
+    sp_disposition d;
+    char code[SP_CODE_MAX];
+} create_job;
+
+static void *create_thread(void *p)
+{
+    create_job *j = p;
+    sp_create_run_res res;
+    sp_error err = {0};
+    pthread_barrier_wait(j->barrier);
+    j->rc = fx_create(j->s, &j->key, j->start_key, &res, &err);
+    j->d = res.disposition;
+    snprintf(j->code, sizeof j->code, "%s", err.code);
+    sp_error_clear(&err);
+    return NULL;
+}
+
+static void race_two(create_job *jobs)
+{
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, 2);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        jobs[i].barrier = &barrier;
+        pthread_create(&t[i], NULL, create_thread, &jobs[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&barrier);
+}
+
+static void q04_create_race(void)
+{
+    store_env e;
+    if (!store_env_open(&e, &PG, true)) {
+        CHECK(false);
+        return;
+    }
+    int busy = 0;
+    for (int i = 0; i < 20; i++) {
+        char id[64], start[64];
+        snprintf(id, sizeof id, "run_race_%d", i);
+        snprintf(start, sizeof start, "race-%d", i);
+        /* the same request from two workers */
+        create_job same[2] = {{.s = e.a, .key = fx_key(id), .start_key = start},
+                              {.s = e.b, .key = fx_key(id), .start_key = start}};
+        race_two(same);
+        int applied = 0;
+        for (int j = 0; j < 2; j++) {
+            applied += same[j].rc == SP_STORE_OK && same[j].d == SP_APPLIED;
+            if (same[j].rc == SP_STORE_UNAVAILABLE) {
+                busy++;
+                CHECK_STR(same[j].code, "store.busy");
+                sp_create_run_res r; /* the identical retry finds the receipt */
+                sp_error err = {0};
+                EXPECT_OK(fx_create(same[j].s, &same[j].key, start, &r, &err), &err);
+                CHECK_INT(r.disposition, SP_DUPLICATE);
+            } else {
+                CHECK_INT(same[j].rc, SP_STORE_OK);
+            }
+        }
+        CHECK_INT(applied, 1);
+        /* two runs for one start key: one wins, the other never gets a run */
+        char id2[64], id3[64], start2[64];
+        snprintf(id2, sizeof id2, "run_race_x%d", i);
+        snprintf(id3, sizeof id3, "run_race_y%d", i);
+        snprintf(start2, sizeof start2, "race-key-%d", i);
+        create_job two[2] = {{.s = e.a, .key = fx_key(id2), .start_key = start2},
+                             {.s = e.b, .key = fx_key(id3), .start_key = start2}};
+        race_two(two);
+        applied = 0;
+        for (int j = 0; j < 2; j++) {
+            applied += two[j].rc == SP_STORE_OK;
+            if (two[j].rc == SP_STORE_UNAVAILABLE) {
+                busy++;
+                sp_create_run_res r;
+                sp_error err = {0};
+                EXPECT(fx_create(two[j].s, &two[j].key, start2, &r, &err), &err, SP_STORE_CONFLICT,
+                       "run.start-key-mismatch");
+            } else if (two[j].rc != SP_STORE_OK) {
+                CHECK_STR(two[j].code, "run.start-key-mismatch");
+            }
+        }
+        CHECK_INT(applied, 1);
+    }
+    printf("postgres create_run races: %d losers answered store.busy and converged on retry\n",
+           busy);
+    store_env_close(&e);
+}
+
+/* ---- a connection killed mid-transaction ---- */
+
+static void q04_connection_lost(void)
+{
+    char schema[64], loc[STORE_LOCATION_MAX], sql[256];
+    CHECK(new_schema(schema, sizeof schema));
+    url_for(loc, sizeof loc, schema, NULL);
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    sp_store *s = open_at(loc, &clock, &err);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    sp_run_key k = fx_key("run_lost");
+    sp_create_run_res cr;
+    EXPECT_OK(fx_create(s, &k, "lost", &cr, &err), &err);
+    /* hold the run's lock, let the store's mutation wait on it, kill its session */
+    CHECK(admin_exec("BEGIN"));
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s.runs WHERE run_id = 'run_lost' FOR UPDATE", schema);
+    CHECK(admin_exec(sql));
+    char kill_sql[256]; /* the session waiting for the admin connection's lock */
+    snprintf(kill_sql, sizeof kill_sql,
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+             " WHERE %d = ANY (pg_blocking_pids(pid))",
+             PQbackendPID(CTX.admin));
+    pid_t pid = fork();
+    if (pid == 0) {
+        PGconn *killer = PQconnectdb(CTX.url);
+        for (int i = 0; i < 100; i++) { /* until it waits (well before lock_timeout) */
+            usleep(20 * 1000);
+            PGresult *r = PQexec(killer, kill_sql);
+            bool done = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0;
+            PQclear(r);
+            if (done)
+                break;
+        }
+        PQfinish(killer);
+        _exit(0);
+    }
+    sp_append_event_res a;
+    EXPECT(fx_signal(s, &k, "m1", "go", &a, &err), &err, SP_STORE_UNAVAILABLE, "store.io");
+    waitpid(pid, NULL, 0);
+    CHECK(admin_exec("ROLLBACK"));
+    EXPECT_OK(fx_signal(s, &k, "m1", "go", &a, &err), &err); /* reconnected */
+    CHECK(a.disposition == SP_APPLIED && a.sequence == 2);
+    CHECK_INT(fx_event_count(s, &k, NULL), 2);
+    sp_store_close(s);
+    pg_destroy(&CTX, loc);
+}
+
+/* ---- the C API on PostgreSQL ---- */
+
+static int api_step(void *user, const char *input, size_t input_len, spore_call *call)
+{
+    (void)user, (void)input, (void)input_len;
+    return spore_call_succeed(call, NULL, "{\"ok\":true}", 11);
+}
+
+/* spore_open on a postgres:// URL: a whole run, and its status. */
+static void q04_api(void)
+{
+    char loc[STORE_LOCATION_MAX];
+    CHECK(pg_fresh(&CTX, loc));
+    spore_error err = {0};
+    spore_db *db = spore_open(loc, &err);
+    if (!db) {
+        check_fail(__FILE__, __LINE__, "spore_open: %s: %s", err.code, err.message);
+        return;
+    }
+    static const char WF[] =
+        "{\"format\":\"runspore.workflow/0.1\",\"name\":\"api-pg\",\"start\":\"a\","
+        "\"actions\":{\"a\":{\"kind\":\"native\",\"function\":\"pg.step\","
+        "\"effect\":\"idempotent\"}},"
+        "\"nodes\":{\"a\":{\"kind\":\"activity\",\"action\":\"a\",\"outcomes\":{\"ok\":\"done\"}},"
+        "\"done\":{\"kind\":\"complete\",\"output\":{\"$get\":[\"nodes\",\"a\",\"output\"]}}}}";
+    CHECK_INT(spore_register_native(db, "pg.step", api_step, NULL, &err), 0);
+    char *run_id = NULL, *status = NULL;
+    bool created = false;
+    CHECK_INT(spore_start(db, WF, "{}", "api-pg", &run_id, &created, &err), 0);
+    CHECK(created);
+    spore_park park = SPORE_PARK_FAILED;
+    CHECK(run_id && spore_run_until_parked(db, run_id, &park, &err) == 0);
+    CHECK_INT(park, SPORE_PARK_COMPLETED);
+    CHECK(run_id && spore_status(db, run_id, &status, &err) == 0);
+    CHECK(status && strstr(status, "\"status\":\"completed\"") && strstr(status, "\"ok\":true"));
+    if (err.code[0])
+        fprintf(stderr, "api: %s: %s\n", err.code, err.message);
+    spore_free(run_id);
+    spore_free(status);
+    spore_error_clear(&err);
+    spore_close(db);
+    pg_destroy(&CTX, loc);
+}
+
+static void q04_errors(void)
+{
+    int before = check_failures;
+    q04_schema();
+    q04_concurrent_first_connects();
+    q04_credentials();
+    q04_busy();
+    q04_create_race();
+    q04_connection_lost();
+    q04_api();
+    printf("postgres Q04 schema, credentials and error mapping: %s\n",
+           check_failures == before ? "ok" : "FAILED");
+}
+
+/* ---- main ---- */
+
+static bool wants(const char *group, const char *name)
+{
+    return !group || strcmp(group, name) == 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_store_pg <store_crash_child> [group]\n");
+        return 2;
+    }
+    const char *group = argc > 2 ? argv[2] : NULL;
+    if (!load_url(CTX.url, sizeof CTX.url)) {
+        fprintf(stderr, "test_store_pg: no PostgreSQL server: set SPORE_TEST_PG or run "
+                        "`scripts/pg.sh ensure <dir>` and set SPORE_TEST_PG_FILE=<dir>/url\n");
+        return 1; /* never a skip */
+    }
+    CTX.admin = PQconnectdb(CTX.url);
+    if (PQstatus(CTX.admin) != CONNECTION_OK) {
+        fprintf(stderr, "test_store_pg: cannot reach the test server\n");
+        PQfinish(CTX.admin);
+        return 1;
+    }
+    PQclear(PQexec(CTX.admin, "SET client_min_messages = warning"));
+    if (wants(group, "suite"))
+        store_suite_run(&PG);
+    if (wants(group, "cross"))
+        store_suite_cross(&PG);
+    if (wants(group, "reopen"))
+        adapter_q01_reopen(&PG);
+    if (wants(group, "crash"))
+        adapter_q03_crash(&PG, argv[1]);
+    if (wants(group, "errors"))
+        q04_errors();
+    PQfinish(CTX.admin);
+    return check_done(group ? group : "store.postgres");
+}
