@@ -6,6 +6,6 @@
 
 const char *const *sp_store_adapters(void)
 {
-    static const char *const ADAPTERS[] = {"sqlite", NULL};
+    static const char *const ADAPTERS[] = {"sqlite", "postgres", NULL};
     return ADAPTERS;
 }
