@@ -240,11 +240,8 @@ int sp_engine_release(sp_engine *e, const sp_run_key *key, sp_disposition *dispo
                       sp_error *err)
 {
     sp_run_view view;
-    bool found = false;
-    if (sp_store_get_run(e->store, key, &view, &found, err) != SP_STORE_OK)
+    if (engine_get_run(e, key, &view, err))
         return -1;
-    if (!found)
-        return sp_fail(err, "run.not-found", "no run %s", key->run_id);
     char request_id[SP_STORE_REQUEST_ID_MAX];
     snprintf(request_id, sizeof request_id, "release/%llu/%llu",
              (unsigned long long)view.revision, (unsigned long long)view.quarantine_at_ms);

@@ -98,35 +98,24 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
     return engine_attempt_start(e, &claim, err);
 }
 
+typedef struct dispatch_ctx {
+    sp_tick_stats *stats;
+    const sp_run_key *only;
+} dispatch_ctx;
+
+static int dispatch_one(sp_engine *e, const sp_due_item *item, void *arg, sp_error *err)
+{
+    dispatch_ctx *d = arg;
+    if (!has_capacity(e))
+        return 1;
+    if (item->kind != SP_DUE_OUTBOX || (d->only && !engine_same_key(d->only, &item->key)) ||
+        already_in_flight(e, item) || !workable(e, item))
+        return 0;
+    return claim_one(e, item, d->stats, err);
+}
+
 int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err)
 {
-    char *cursor = NULL;
-    do {
-        if (!has_capacity(e)) {
-            free(cursor);
-            return 0;
-        }
-        sp_due_page page;
-        sp_store_rc rc = sp_store_scan_due(e->store, cursor, ENGINE_PAGE, &page, err);
-        free(cursor);
-        cursor = NULL;
-        if (rc != SP_STORE_OK) {
-            stats->store_unavailable = sp_store_rc_transient(rc);
-            return -1;
-        }
-        int result = 0;
-        for (size_t i = 0; i < page.n && result == 0 && has_capacity(e); i++) {
-            const sp_due_item *item = &page.items[i];
-            if (item->kind != SP_DUE_OUTBOX || (only && !engine_same_key(only, &item->key)) ||
-                already_in_flight(e, item) || !workable(e, item))
-                continue;
-            result = claim_one(e, item, stats, err);
-        }
-        if (page.next_cursor && result == 0)
-            cursor = strdup(page.next_cursor);
-        sp_due_page_free(&page);
-        if (result)
-            return -1;
-    } while (cursor);
-    return 0;
+    dispatch_ctx d = {stats, only};
+    return has_capacity(e) && engine_each_due(e, stats, dispatch_one, &d, err) < 0 ? -1 : 0;
 }

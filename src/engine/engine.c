@@ -252,3 +252,35 @@ sp_store *sp_engine_store(sp_engine *e) { return e->store; }
 
 const char *sp_engine_worker_id(const sp_engine *e) { return e->worker_id; }
 
+
+int engine_get_run(sp_engine *e, const sp_run_key *key, sp_run_view *view, sp_error *err)
+{
+    bool found = false;
+    if (sp_store_get_run(e->store, key, view, &found, err) != SP_STORE_OK)
+        return -1;
+    return found ? 0 : sp_fail(err, "run.not-found", "no run %s", key->run_id);
+}
+
+int engine_each_due(sp_engine *e, sp_tick_stats *stats, engine_due_visitor visit, void *ctx,
+                    sp_error *err)
+{
+    char *cursor = NULL;
+    int r = 0;
+    do {
+        sp_due_page page;
+        sp_store_rc rc = sp_store_scan_due(e->store, cursor, ENGINE_PAGE, &page, err);
+        free(cursor);
+        cursor = NULL;
+        if (rc != SP_STORE_OK) {
+            if (stats)
+                stats->store_unavailable = sp_store_rc_transient(rc);
+            return -1;
+        }
+        for (size_t i = 0; i < page.n && r == 0; i++)
+            r = visit(e, &page.items[i], ctx, err);
+        if (r == 0 && page.next_cursor)
+            cursor = strdup(page.next_cursor);
+        sp_due_page_free(&page);
+    } while (cursor);
+    return r;
+}

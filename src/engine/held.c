@@ -442,3 +442,41 @@ bool engine_held_unobservable(sp_engine *e, const sp_run_key *key, const char *i
     sp_invocation_list_free(&list);
     return unobservable;
 }
+
+bool engine_hook_now(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
+                     const sp_action *a, engine_hook which, sp_holder_state *probe_state)
+{
+    sp_async_spec spec;
+    sp_error err = {0};
+    if (!v->holder || !kind_is(a->raw, "command") ||
+        sp_async_spec_parse(a->id, a->raw, SP_ASYNC_COMMAND, &spec, &err)) {
+        sp_error_clear(&err);
+        return false;
+    }
+    json_t *handle = sp_json_parse(v->holder, strlen(v->holder), NULL);
+    bool possible = handle && (which == ENGINE_HOOK_PROBE ? sp_hook_can_probe(&spec, handle)
+                                                          : sp_hook_can_stop(&spec, handle));
+    sp_stop_signal never;
+    if (possible && sp_stop_init(&never, &err) == 0) {
+        sp_runner_ctx ctx = {.tenant = key->tenant,
+                             .run_id = key->run_id,
+                             .node_id = v->node_id,
+                             .action_id = v->action_id,
+                             .invocation_id = v->invocation_id,
+                             .effect_key = v->effect_key,
+                             .attempt = v->attempt_number,
+                             .base_dir = e->base_dir,
+                             .stop = &never};
+        if (which == ENGINE_HOOK_PROBE)
+            *probe_state = sp_hook_probe(&ctx, &spec, handle);
+        else
+            sp_hook_stop(&ctx, &spec, handle);
+        sp_stop_destroy(&never);
+    } else {
+        possible = false;
+    }
+    sp_error_clear(&err);
+    json_decref(handle);
+    sp_async_spec_free(&spec);
+    return possible;
+}

@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "kernel/workflow.h"
+#include "runners/pid_handle.h"
 #include "runners/runner.h"
 
 #define ENGINE_PAGE 256
@@ -141,6 +142,22 @@ void engine_held_stop_watches(sp_engine *e);
  * worker can run (only its holder, through the store, can end it). */
 bool engine_held_unobservable(sp_engine *e, const sp_run_key *key, const char *invocation_id,
                               const sp_action *action);
+/* Run a held attempt's probe or stop now, in this thread (status on demand,
+ * step abandon). False when the action and handle allow none. */
+typedef enum engine_hook { ENGINE_HOOK_PROBE, ENGINE_HOOK_STOP } engine_hook;
+bool engine_hook_now(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
+                     const sp_action *a, engine_hook which, sp_holder_state *probe_state);
+
+/* Visit every item of scan_due, page by page. The visitor returns 0 to go
+ * on, 1 to stop (engine_each_due returns 1), -1 on error. */
+typedef int (*engine_due_visitor)(sp_engine *e, const sp_due_item *item, void *ctx,
+                                  sp_error *err);
+int engine_each_due(sp_engine *e, sp_tick_stats *stats, engine_due_visitor visit, void *ctx,
+                    sp_error *err);
+
+/* A run's view; run.not-found when it does not exist. */
+int engine_get_run(sp_engine *e, const sp_run_key *key, sp_run_view *view, sp_error *err);
+
 /* The held item of an attempt (holder owned by the caller when found). */
 int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *out, bool *found,
                        sp_error *err);

@@ -15,7 +15,6 @@
 #include "engine/internal.h"
 #include "json/json.h"
 #include "runners/async_spec.h"
-#include "runners/hooks.h"
 #include "runners/registry.h"
 
 void sp_step_claim_free(sp_step_claim *c)
@@ -121,6 +120,20 @@ static int try_claim(sp_engine *e, const sp_due_item *item, const char *actor, c
     return r;
 }
 
+typedef struct claim_ctx {
+    const sp_run_key *only;
+    const char *actor, *holder;
+    sp_step_claim *out;
+} claim_ctx;
+
+static int claim_visit(sp_engine *e, const sp_due_item *item, void *arg, sp_error *err)
+{
+    claim_ctx *c = arg;
+    if (item->kind != SP_DUE_OUTBOX || (c->only && !engine_same_key(c->only, &item->key)))
+        return 0;
+    return try_claim(e, item, c->actor, c->holder, c->out, err);
+}
+
 int sp_engine_step_claim(sp_engine *e, const char *run_id, const char *actor,
                          const json_t *holder_value, sp_step_claim *out, bool *claimed,
                          sp_error *err)
@@ -134,25 +147,8 @@ int sp_engine_step_claim(sp_engine *e, const char *run_id, const char *actor,
     char *holder = holder_value ? sp_json_encode_alloc(holder_value, NULL, err) : NULL;
     if (holder_value && !holder)
         return -1;
-    char *cursor = NULL;
-    int r = 0;
-    do {
-        sp_due_page page;
-        if (sp_store_scan_due(e->store, cursor, ENGINE_PAGE, &page, err) != SP_STORE_OK) {
-            r = -1;
-            break;
-        }
-        free(cursor);
-        cursor = NULL;
-        for (size_t i = 0; i < page.n && r == 0; i++)
-            if (page.items[i].kind == SP_DUE_OUTBOX &&
-                (!run_id || engine_same_key(&only, &page.items[i].key)))
-                r = try_claim(e, &page.items[i], actor, holder, out, err);
-        if (r == 0 && page.next_cursor)
-            cursor = strdup(page.next_cursor);
-        sp_due_page_free(&page);
-    } while (cursor);
-    free(cursor);
+    claim_ctx c = {run_id ? &only : NULL, actor, holder, out};
+    int r = engine_each_due(e, NULL, claim_visit, &c, err);
     free(holder);
     *claimed = r == 1;
     return r < 0 ? -1 : 0;
@@ -281,41 +277,16 @@ static void stop_job(sp_engine *e, const sp_run_key *key, const sp_invocation_vi
     sp_error err = {0};
     const sp_action *a = action_of(e, package_digest, v->action_id, &err);
     sp_error_clear(&err);
-    sp_async_spec spec;
-    if (!a || !v->holder || !kind_is(a->raw, "command") ||
-        sp_async_spec_parse(a->id, a->raw, SP_ASYNC_COMMAND, &spec, &err)) {
-        sp_error_clear(&err);
-        return;
-    }
-    json_t *handle = sp_json_parse(v->holder, strlen(v->holder), NULL);
-    sp_stop_signal never;
-    if (handle && sp_stop_init(&never, &err) == 0) {
-        sp_runner_ctx ctx = {.tenant = key->tenant,
-                             .run_id = key->run_id,
-                             .node_id = v->node_id,
-                             .action_id = v->action_id,
-                             .invocation_id = v->invocation_id,
-                             .effect_key = v->effect_key,
-                             .attempt = v->attempt_number,
-                             .base_dir = e->base_dir,
-                             .stop = &never};
-        sp_hook_stop(&ctx, &spec, handle);
-        sp_stop_destroy(&never);
-    }
-    sp_error_clear(&err);
-    json_decref(handle);
-    sp_async_spec_free(&spec);
+    if (a)
+        engine_hook_now(e, key, v, a, ENGINE_HOOK_STOP, NULL);
 }
 
 int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id, size_t n,
                            sp_error *err)
 {
     sp_run_view view;
-    bool found = false;
-    if (sp_store_get_run(e->store, key, &view, &found, err) != SP_STORE_OK)
+    if (engine_get_run(e, key, &view, err))
         return -1;
-    if (!found)
-        return sp_fail(err, "run.not-found", "no run %s", key->run_id);
     sp_invocation_list list;
     int rc = -1;
     if (sp_store_list_invocations(e->store, key, &list, err) == SP_STORE_OK) {

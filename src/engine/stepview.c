@@ -12,7 +12,6 @@
 #include "engine/internal.h"
 #include "json/decimal.h"
 #include "json/json.h"
-#include "runners/hooks.h"
 #include "runners/registry.h"
 
 static const char *state_of(const sp_invocation_view *v, const json_t *action)
@@ -28,33 +27,12 @@ static const char *state_of(const sp_invocation_view *v, const json_t *action)
 }
 
 static json_t *probe_now(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
-                         const sp_action *a, const json_t *handle)
+                         const sp_action *a)
 {
-    sp_async_spec spec;
-    sp_error err = {0};
-    if (!handle || !kind_is(a->raw, "command") ||
-        sp_async_spec_parse(a->id, a->raw, SP_ASYNC_COMMAND, &spec, &err)) {
-        sp_error_clear(&err);
+    sp_holder_state st;
+    if (!engine_hook_now(e, key, v, a, ENGINE_HOOK_PROBE, &st))
         return json_null();
-    }
-    json_t *out = json_null();
-    sp_stop_signal never;
-    if (sp_hook_can_probe(&spec, handle) && sp_stop_init(&never, &err) == 0) {
-        sp_runner_ctx ctx = {.tenant = key->tenant,
-                             .run_id = key->run_id,
-                             .node_id = v->node_id,
-                             .action_id = v->action_id,
-                             .invocation_id = v->invocation_id,
-                             .effect_key = v->effect_key,
-                             .attempt = v->attempt_number,
-                             .base_dir = e->base_dir,
-                             .stop = &never};
-        out = json_string(sp_holder_state_name(sp_hook_probe(&ctx, &spec, handle)));
-        sp_stop_destroy(&never);
-    }
-    sp_error_clear(&err);
-    sp_async_spec_free(&spec);
-    return out;
+    return json_string(sp_holder_state_name(st));
 }
 
 static json_t *view_of(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
@@ -73,7 +51,7 @@ static json_t *view_of(sp_engine *e, const sp_run_key *key, const sp_invocation_
         running && v->deadline_ms ? sp_decimal_json(v->deadline_ms) : json_null(),
         "leaseUntilMs", running ? sp_decimal_json(v->lease_until_ms) : json_null(), "attempt",
         json_integer(v->attempt_number), "probe",
-        running && holder ? probe_now(e, key, v, a, holder) : json_null());
+        running && holder ? probe_now(e, key, v, a) : json_null());
     json_decref(holder);
     return out;
 }

@@ -35,42 +35,21 @@ int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reas
     return -1;
 }
 
+static int sweep_one(sp_engine *e, const sp_due_item *item, void *ctx, sp_error *err)
+{
+    sp_tick_stats *stats = ctx;
+    if (item->kind == SP_DUE_OUTBOX)
+        return 1; /* leases and deadlines come first: done */
+    if (item->held)
+        return engine_held_expire(e, item, stats, err);
+    return engine_expire(e, &item->attempt,
+                         item->kind == SP_DUE_DEADLINE ? SP_EXPIRE_DEADLINE : SP_EXPIRE_LEASE,
+                         stats, err);
+}
+
 static int sweep_due(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
-    char *cursor = NULL;
-    bool more = true;
-    while (more) {
-        sp_due_page page;
-        sp_store_rc rc = sp_store_scan_due(e->store, cursor, ENGINE_PAGE, &page, err);
-        free(cursor);
-        cursor = NULL;
-        if (rc != SP_STORE_OK) {
-            stats->store_unavailable = sp_store_rc_transient(rc);
-            return -1;
-        }
-        int result = 0;
-        for (size_t i = 0; i < page.n && result == 0; i++) {
-            const sp_due_item *item = &page.items[i];
-            if (item->kind == SP_DUE_OUTBOX) {
-                more = false; /* leases and deadlines come first */
-                break;
-            }
-            if (item->held)
-                result = engine_held_expire(e, item, stats, err);
-            else
-                result = engine_expire(e, &item->attempt,
-                                       item->kind == SP_DUE_DEADLINE ? SP_EXPIRE_DEADLINE
-                                                                     : SP_EXPIRE_LEASE,
-                                       stats, err);
-        }
-        if (more && page.next_cursor && result == 0)
-            cursor = strdup(page.next_cursor);
-        more = more && cursor;
-        sp_due_page_free(&page);
-        if (result)
-            return -1;
-    }
-    return 0;
+    return engine_each_due(e, stats, sweep_one, stats, err) < 0 ? -1 : 0;
 }
 
 /* Running attempts owned by dead workers on this host (engine.md §11). */
