@@ -85,7 +85,9 @@ expect_rc 1 "the run failed with the actor's error"
 expect_json '.result.error.code == "note.failed" and .result.error.nodeId == "note"' "failure recorded"
 
 # ---- a claim that outlives its lease is fenced out ----
-sp run "$ext" --db "$db" --key e2 --input '{"doc":"draft-2"}' --json
+short="$tmp/external-short-lease.json"
+jq '.actions.review.async.leaseMs = "1500"' "$ext" >"$short"
+sp run "$short" --db "$db" --key e2 --input '{"doc":"draft-2"}' --json
 run2=$(jq -r .runId <<<"$out")
 sp step claim "$run2" --db "$db" --actor reviewer --json
 old=$(jq -r .token <<<"$out")
@@ -99,7 +101,7 @@ sql "SELECT count(*) FROM audit WHERE kind = 'step-result-late'" | grep -qx '[1-
   fail "the fenced-out answer was not kept as late evidence"
 sp step complete "$new" --db "$db" --outcome changes --output '{"notes":["typo"]}'
 expect_rc 0 "the current token completes"
-sp run "$ext" --db "$db" --key e2 --json
+sp run "$short" --db "$db" --key e2 --json
 expect_rc 0 "run e2 completes"
 expect_json '.result.output.review.outcome == "changes" and .result.output.review.visit == 1' "e2 result"
 
