@@ -150,7 +150,8 @@ int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
     e->settled = 0;
     bool shutting_down = e->shutting_down;
     pthread_mutex_unlock(&e->mu);
-    if (engine_sweep(e, stats, err) || engine_coordinate(e, stats, NULL, err))
+    if (engine_sweep(e, stats, err) || engine_held_tick(e, stats, err) ||
+        engine_coordinate(e, stats, NULL, err))
         return stats->store_unavailable ? 0 : -1;
     if (!shutting_down && engine_dispatch(e, stats, NULL, err))
         return stats->store_unavailable ? 0 : -1;

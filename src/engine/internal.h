@@ -130,6 +130,8 @@ void engine_packages_free(sp_engine *e);
 
 /* coordinate.c, sweep.c, dispatch.c */
 int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);
+/* sweep.c: expire due leases and deadlines (held ones: stop first) and dead
+ * owners' attempts. The held tick (watches, probes) is separate: engine_held_tick. */
 int engine_sweep(sp_engine *e, sp_tick_stats *stats, sp_error *err);
 int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);
 

@@ -92,7 +92,8 @@ int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *par
         stats.settled = e->settled;
         e->settled = 0;
         pthread_mutex_unlock(&e->mu);
-        if ((engine_sweep(e, &stats, err) || engine_coordinate(e, &stats, key, err) ||
+        if ((engine_sweep(e, &stats, err) || engine_held_tick(e, &stats, err) ||
+             engine_coordinate(e, &stats, key, err) ||
              engine_dispatch(e, &stats, key, err)) &&
             !stats.store_unavailable)
             return -1;

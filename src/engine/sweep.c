@@ -83,7 +83,5 @@ static int sweep_dead_owners(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 
 int engine_sweep(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
-    if (sweep_due(e, stats, err) || sweep_dead_owners(e, stats, err))
-        return -1;
-    return engine_held_tick(e, stats, err);
+    return sweep_due(e, stats, err) || sweep_dead_owners(e, stats, err) ? -1 : 0;
 }
