@@ -21,6 +21,16 @@ static const char HELP[] =
     "With --run and --until-parked (only together): works on one run until it is\n"
     "terminal or parked, with the exit codes of `spore run`.\n";
 
+static void serve_progress(void *ctx, uint32_t in_flight, uint64_t turns, uint64_t claimed,
+                           uint64_t elapsed_ms)
+{
+    (void)ctx;
+    printf("\r\033[Kserving: %u in flight, %llu steps claimed, %llu transitions, %llus", in_flight,
+           (unsigned long long)claimed, (unsigned long long)turns,
+           (unsigned long long)(elapsed_ms / 1000));
+    fflush(stdout);
+}
+
 int cmd_worker(int argc, char **argv)
 {
     cli c = {.command = "worker"};
@@ -53,19 +63,24 @@ int cmd_worker(int argc, char **argv)
         return rc;
     }
     cli_catch_signals();
-    if (!c.json && isatty(STDOUT_FILENO))
+    if (!c.json && isatty(STDOUT_FILENO)) {
         printf("worker %s serving %s (Ctrl-C to stop)\n", sp_engine_worker_id(s.engine),
                sp_store_location(s.store));
+        sp_engine_set_serve_progress(s.engine, serve_progress, NULL);
+    }
     if (sp_engine_serve(s.engine, &err)) {
         rc = session_fail(&s, &err);
         session_close(&s);
         return rc;
     }
-    if (c.json)
+    if (c.json) {
         cli_print_json(json_pack("{s:b,s:s}", "interrupted", 1, "workerId",
                                  sp_engine_worker_id(s.engine)));
-    else
+    } else {
+        if (isatty(STDOUT_FILENO))
+            printf("\n");
         fprintf(stderr, "spore: worker stopped\n");
+    }
     session_close(&s);
     return EXIT_INTERRUPTED;
 }

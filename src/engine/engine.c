@@ -224,10 +224,16 @@ void sp_engine_shutdown(sp_engine *e)
 
 int sp_engine_serve(sp_engine *e, sp_error *err)
 {
+    uint64_t begun = mono_ns(), turns = 0, claimed = 0;
     while (!engine_interrupted(e)) {
         sp_tick_stats stats;
         if (sp_engine_tick(e, &stats, err))
             return -1;
+        turns += stats.applied;
+        claimed += stats.claimed;
+        if (e->cfg.serve_progress)
+            e->cfg.serve_progress(e->cfg.serve_progress_ctx, in_flight(e), turns, claimed,
+                                  (mono_ns() - begun) / 1000000u);
         if (sp_tick_idle(&stats))
             wait_settled(e, e->cfg.poll_ms);
     }
@@ -284,4 +290,12 @@ int engine_each_due(sp_engine *e, sp_tick_stats *stats, engine_due_visitor visit
         sp_due_page_free(&page);
     } while (cursor);
     return r;
+}
+
+void sp_engine_set_serve_progress(sp_engine *e,
+                                  void (*fn)(void *, uint32_t, uint64_t, uint64_t, uint64_t),
+                                  void *ctx)
+{
+    e->cfg.serve_progress = fn;
+    e->cfg.serve_progress_ctx = ctx;
 }

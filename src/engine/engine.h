@@ -48,6 +48,11 @@ typedef struct sp_engine_config {
     /* Set to non-zero (e.g. from a signal handler) to begin a graceful
      * shutdown; the engine polls it. May be NULL. */
     volatile sig_atomic_t *interrupt;
+    /* Optional: called by serve() after every tick (a terminal's progress
+     * line): attempts in flight and the totals since serve() began. */
+    void (*serve_progress)(void *ctx, uint32_t in_flight, uint64_t turns, uint64_t claimed,
+                           uint64_t elapsed_ms);
+    void *serve_progress_ctx;
 } sp_engine_config;
 
 /* Defaults of engine.md §1 (a struct literal callers can adjust). */
@@ -178,6 +183,11 @@ int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id
  * deadlineMs, leaseUntilMs, attempt, probe} of the current invocation, or
  * JSON null when the run has none. */
 json_t *sp_engine_step_view(sp_engine *e, const sp_run_view *run);
+
+/* Set (or clear, with NULL) the serve() progress callback after creation. */
+void sp_engine_set_serve_progress(sp_engine *e,
+                                  void (*fn)(void *, uint32_t, uint64_t, uint64_t, uint64_t),
+                                  void *ctx);
 
 /* The run key for a run ID under the engine's tenant. */
 int sp_engine_key(const sp_engine *e, const char *run_id, sp_run_key *key, sp_error *err);
