@@ -85,20 +85,16 @@ const char *spore_park_name(spore_park park)
 
 /* ---- the handle ---- */
 
-/* The worker lock directory of a file store: `<location>.workers`, the
- * convention of the `spore` command (src/cli/session.c), so embedded and
- * command-line workers on one host take over each other's dead attempts. */
+/* The worker lock directory: the same rule as the `spore` command
+ * (sp_engine_lock_dir), so embedded and command-line workers on one host
+ * take over each other's dead attempts. */
 static int lock_dir_for(spore_db *db, sp_error *err)
 {
-    sp_store_capabilities caps;
-    sp_store_capabilities_get(db->store, &caps);
-    if (!caps.adapter || strcmp(caps.adapter, "sqlite") != 0)
+    char dir[4200];
+    if (sp_engine_lock_dir(db->store, dir, sizeof dir) != 0)
         return 0;
-    if (asprintf(&db->lock_dir, "%s.workers", sp_store_location(db->store)) < 0) {
-        db->lock_dir = NULL;
-        return sp_oom(err);
-    }
-    return 0;
+    db->lock_dir = strdup(dir);
+    return db->lock_dir ? 0 : sp_oom(err);
 }
 
 spore_db *spore_open(const char *location, spore_error *err)

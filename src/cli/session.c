@@ -39,11 +39,6 @@ int cli_parse_ms(const char *text, const char *name, uint64_t *out, sp_error *er
     return 0;
 }
 
-static bool is_postgres(const char *db)
-{
-    return strncmp(db, "postgres://", 11) == 0 || strncmp(db, "postgresql://", 13) == 0;
-}
-
 static int engine_config(session *s, sp_engine_config *cfg, sp_error *err)
 {
     *cfg = sp_engine_defaults();
@@ -53,10 +48,8 @@ static int engine_config(session *s, sp_engine_config *cfg, sp_error *err)
         cli_parse_ms(c->poll_ms, "--poll-ms", &cfg->poll_ms, err) ||
         cli_parse_ms(c->grace_ms, "--grace-ms", &cfg->shutdown_grace_ms, err))
         return -1;
-    if (!is_postgres(s->db)) {
-        snprintf(s->lock_dir, sizeof s->lock_dir, "%s.workers", s->db);
+    if (sp_engine_lock_dir(s->store, s->lock_dir, sizeof s->lock_dir) == 0)
         cfg->lock_dir = s->lock_dir;
-    }
     cfg->interrupt = &cli_interrupted;
     return 0;
 }
@@ -69,11 +62,13 @@ int session_open(session *s, cli *c)
     snprintf(s->db, sizeof s->db, "%s", db && *db ? db : "spore.db");
     sp_error err = {0};
     sp_engine_config cfg;
-    if (engine_config(s, &cfg, &err))
-        return cli_error(c, EXIT_USAGE, &err);
     s->store = sp_store_open(s->db, NULL, &err);
     if (!s->store)
         return session_fail(s, &err);
+    if (engine_config(s, &cfg, &err)) {
+        session_close(s);
+        return cli_error(c, EXIT_USAGE, &err);
+    }
     s->engine = sp_engine_new(s->store, &cfg, &err);
     if (!s->engine) {
         int code = session_fail(s, &err);

@@ -184,6 +184,12 @@ int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id
  * JSON null when the run has none. */
 json_t *sp_engine_step_view(sp_engine *e, const sp_run_view *run);
 
+/* The worker lock directory for fast takeover (engine.md §11) of a store:
+ * `<file>.workers` next to a SQLite file; for a server store, a host-local
+ * directory named after the store's location ($XDG_RUNTIME_DIR or /tmp,
+ * per user), so workers of one host and one database find each other. */
+int sp_engine_lock_dir(const sp_store *store, char *out, size_t n);
+
 /* Set (or clear, with NULL) the serve() progress callback after creation. */
 void sp_engine_set_serve_progress(sp_engine *e,
                                   void (*fn)(void *, uint32_t, uint64_t, uint64_t, uint64_t),

@@ -49,9 +49,13 @@ int engine_takeover_init(sp_engine *e, sp_error *err)
     sp_process_start_time(e->host.pid, &e->host.pid_started);
     if (!e->cfg.lock_dir)
         return 0;
+    struct stat st;
     if (mkdir(e->cfg.lock_dir, 0700) != 0 && errno != EEXIST)
         return sp_fail(err, "store.io", "cannot create the worker lock directory %s: %s",
                        e->cfg.lock_dir, strerror(errno));
+    if (lstat(e->cfg.lock_dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+        return sp_fail(err, "store.io",
+                       "the worker lock directory %s is not a directory of this user", e->cfg.lock_dir);
     char path[4200];
     lock_path(e, e->worker_id, path, sizeof path);
     e->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -96,4 +100,22 @@ bool engine_owner_dead(sp_engine *e, const sp_due_item *item)
         unlink(path); /* the owner is gone for good; tidy its file */
     close(fd);
     return dead;
+}
+
+int sp_engine_lock_dir(const sp_store *store, char *out, size_t n)
+{
+    const char *location = sp_store_location(store);
+    sp_store_capabilities caps;
+    sp_store_capabilities_get((sp_store *)store, &caps);
+    int len;
+    if (caps.adapter && strcmp(caps.adapter, "sqlite") == 0) {
+        len = snprintf(out, n, "%s.workers", location);
+    } else {
+        char digest[SP_DIGEST_TEXT_LEN + 1];
+        sp_sha256_text(location, strlen(location), digest);
+        const char *runtime = getenv("XDG_RUNTIME_DIR");
+        len = snprintf(out, n, "%s/spore-%u-workers-%.16s",
+                       runtime && *runtime ? runtime : "/tmp", (unsigned)getuid(), digest + 7);
+    }
+    return len > 0 && (size_t)len < n ? 0 : -1;
 }
