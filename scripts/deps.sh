@@ -20,6 +20,9 @@ PACKAGES=(
   postgresql                            # a private server for its tests (scripts/pg.sh)
   iproute2                              # ip netns / veth for the several-hosts test
   # ---- end PostgreSQL store ----
+  # ---- agent steps (agent-step.md §7) ----
+  bubblewrap                            # the local sandbox of agent steps (bwrap)
+  # ---- end agent steps ----
 )
 
 missing=()

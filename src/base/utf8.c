@@ -56,6 +56,13 @@ static size_t next_char(const unsigned char *s, size_t len, bool *ok)
     return need;
 }
 
+size_t sp_utf8_char_len(const char *s, size_t len)
+{
+    bool ok;
+    size_t n = next_char((const unsigned char *)s, len, &ok);
+    return ok ? n : 0;
+}
+
 bool sp_utf8_valid(const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;

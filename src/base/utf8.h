@@ -18,6 +18,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The length of the well-formed character at s[0..len) (1..4), or 0 when
+ * the bytes there are ill-formed or cut short (len >= 1). */
+size_t sp_utf8_char_len(const char *s, size_t len);
+
 /* True when s[0..len) is well-formed UTF-8. */
 bool sp_utf8_valid(const char *s, size_t len);
 

@@ -80,5 +80,6 @@ int cmd_resolve(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_capabilities(int argc, char **argv);
+int cmd_agent(int argc, char **argv); /* spore agent classify (cmd_agent.c) */
 
 #endif

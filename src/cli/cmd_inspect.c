@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/agent_views.h"
 #include "cli/session.h"
 #include "cli/views.h"
 
@@ -63,9 +64,10 @@ int cmd_status(int argc, char **argv)
     } else {
         json_t *step = sp_engine_step_view(s.engine, &v);
         if (c.json)
-            cli_print_json(view_status_json(&v, step));
+            cli_print_json(view_agent_events(s.store, &key, view_status_json(&v, step), NULL));
         else
             view_status_text(stdout, &v, step);
+        view_agent_events(s.store, &key, NULL, c.json ? NULL : stdout); /* agent-step.md §3 */
         json_decref(step);
         sp_run_view_free(&v);
     }
@@ -158,9 +160,11 @@ int cmd_events(int argc, char **argv)
             break;
     }
     if (c.json)
-        cli_print_json(json_pack("{s:s,s:o}", "runId", key.run_id, "events", events));
+        cli_print_json(view_agent_events(
+            s.store, &key, json_pack("{s:s,s:o}", "runId", key.run_id, "events", events), NULL));
     else
         json_decref(events);
+    view_agent_events(s.store, &key, NULL, c.json ? NULL : stdout); /* agent-step.md §3 */
     session_close(&s);
     return EXIT_OK;
 }

@@ -30,6 +30,7 @@ static const char USAGE[] =
     "  step claim|renew|complete|fail|abandon|detach|probe-pid|stop-pid\n"
     "                             external and async steps (spore step --help)\n"
     "  capabilities               what this host can serve\n"
+    "  agent classify ...         classify a captured agent step exchange\n"
     "  validate <workflow.json>   check a workflow without touching a database\n"
     "  trace <trace.json>...      replay golden kernel traces\n"
     "\n"
@@ -47,6 +48,7 @@ static const command COMMANDS[] = {
     {"list", cmd_list},         {"events", cmd_events},   {"signal", cmd_signal},
     {"resolve", cmd_resolve},   {"release", cmd_release}, {"step", cmd_step},
     {"capabilities", cmd_capabilities},
+    {"agent", cmd_agent}, /* agent steps (cmd_agent.c) */
 };
 
 int main(int argc, char **argv)

@@ -26,7 +26,21 @@ typedef struct runner_job {
     sp_runner_ctx ctx;
     json_t *input;
     sp_activity_output out;
+    /* ---- agent progress (agent-step.md §3) ---- */
+    bool beat_wanted;        /* an event asked for an early heartbeat (under a->mu) */
+    uint64_t last_signal_ms; /* runner thread: when it last asked */
+    uint32_t kept;           /* runner thread: kept events recorded */
 } runner_job;
+
+/* Events renew the lease at most this often (or every heartbeat_ms, if less). */
+#define PROGRESS_BEAT_GAP_MS 1000u
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 static void *runner_main(void *arg)
 {
@@ -40,8 +54,9 @@ static void *runner_main(void *arg)
     return NULL;
 }
 
-/* Wait for the runner up to `ms`; true when it finished. */
-static bool wait_runner(inflight *a, uint64_t ms)
+/* Wait for the runner up to `ms`, or until an event asks for a heartbeat;
+ * true when it finished. */
+static bool wait_runner(inflight *a, runner_job *job, uint64_t ms)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -49,7 +64,7 @@ static bool wait_runner(inflight *a, uint64_t ms)
     ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000u);
     ts.tv_nsec = (long)(ns % 1000000000u);
     pthread_mutex_lock(&a->mu);
-    while (!a->runner_done)
+    while (!a->runner_done && !job->beat_wanted)
         if (pthread_cond_timedwait(&a->cv, &a->mu, &ts) != 0)
             break;
     bool done = a->runner_done;
@@ -83,10 +98,63 @@ static void run_with_heartbeats(inflight *a, runner_job *job)
                           "cannot start a thread for the runner");
         return;
     }
-    while (!wait_runner(a, a->engine->cfg.heartbeat_ms))
-        if (!a->lost)
-            heartbeat(a);
+    /* a heartbeat every heartbeat_ms, and an early one when an agent event
+     * asks for it, at most every PROGRESS_BEAT_GAP_MS */
+    uint64_t every = a->engine->cfg.heartbeat_ms;
+    uint64_t gap = every < PROGRESS_BEAT_GAP_MS ? every : PROGRESS_BEAT_GAP_MS;
+    uint64_t last = mono_ms();
+    bool wanted = false;
+    for (;;) {
+        uint64_t now = mono_ms(), due = last + (wanted ? gap : every);
+        if (wait_runner(a, job, due > now ? due - now : 0))
+            break;
+        pthread_mutex_lock(&a->mu);
+        wanted |= job->beat_wanted;
+        job->beat_wanted = false;
+        pthread_mutex_unlock(&a->mu);
+        now = mono_ms();
+        if (now >= last + every || (wanted && now >= last + gap)) {
+            if (!a->lost)
+                heartbeat(a);
+            last = now;
+            wanted = false;
+        }
+    }
     pthread_join(t, NULL);
+}
+
+/* The runner's progress hook (sp_runner_ctx.progress), on the runner's
+ * thread: a kept agent event becomes an audit row of kind "agent.event"
+ * (request ID agent-event/<attemptId>/<n>, so a retried write is the same
+ * request); every event asks the attempt thread for an early heartbeat,
+ * rate-limited here so a flood of events cannot flood the store. */
+static void on_progress(void *ctx, const char *event_json, size_t len)
+{
+    runner_job *job = ctx;
+    inflight *a = job->a;
+    if (event_json) {
+        sp_engine *e = a->engine;
+        char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
+        snprintf(request_id, sizeof request_id, "agent-event/%s/%u", a->claim.attempt.attempt_id,
+                 job->kept++);
+        sp_digest_one("body", event_json, len, digest);
+        sp_late_evidence_req req = {a->claim.attempt, request_id, "agent.event",
+                                    {event_json, len, digest}};
+        sp_late_evidence_res res;
+        sp_error err = {0};
+        sp_store_rc rc;
+        ENGINE_RETRY(rc, &err, sp_store_record_late_evidence(e->store, &req, &res, &err));
+        (void)rc; /* a view's detail: losing one never changes the attempt */
+        sp_error_clear(&err);
+    }
+    uint64_t now = mono_ms();
+    if (now - job->last_signal_ms < PROGRESS_BEAT_GAP_MS / 4)
+        return;
+    job->last_signal_ms = now;
+    pthread_mutex_lock(&a->mu);
+    job->beat_wanted = true;
+    pthread_cond_signal(&a->cv);
+    pthread_mutex_unlock(&a->mu);
 }
 
 static void keep_late(sp_engine *e, const sp_attempt_ref *ref, const char *body, size_t len,
@@ -265,7 +333,9 @@ static void execute(inflight *a, runner_job *job, const sp_runner *runner)
                                .stop = &a->stop,
                                .natives = e->cfg.natives,
                                .token = has_token ? token : NULL,
-                               .store_location = sp_store_location(e->store)};
+                               .store_location = sp_store_location(e->store),
+                               .progress = on_progress, /* agent events */
+                               .progress_ctx = job};
     run_with_heartbeats(a, job);
 }
 

@@ -319,6 +319,7 @@ typedef struct watch {
     size_t out_max, tail_max;
     char *ring;
     uint64_t err_total;
+    uint64_t out_streamed; /* streaming: stdout bytes handed over */
     char scratch[16384];
 } watch;
 
@@ -421,8 +422,33 @@ static void feed_stdin(watch *w)
         close_fd(&w->in_w); /* EOF */
 }
 
+/* Streaming stdout: hand the bytes over; a refusal kills the group. */
+static void stream_stdout(watch *w)
+{
+    ssize_t n = read(w->out_r, w->scratch, sizeof w->scratch);
+    if (n > 0) {
+        w->out_streamed += (uint64_t)n;
+        if (!w->spec->on_stdout(w->spec->stream_ctx, w->scratch, (size_t)n)) {
+            w->res->aborted = true;
+            close_fd(&w->out_r);
+            if (!w->killed && !w->have_status) {
+                w->killed = true;
+                w->killed_as = SP_PROC_STOPPED;
+            }
+            close_fd(&w->in_w);
+            kill_group(w);
+        }
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close_fd(&w->out_r);
+    }
+}
+
 static void read_stdout(watch *w)
 {
+    if (w->spec->on_stdout) {
+        stream_stdout(w);
+        return;
+    }
     sp_proc_result *res = w->res;
     bool room = res->out_len < w->out_max;
     char *dst = room ? res->out + res->out_len : w->scratch;
@@ -454,7 +480,9 @@ static void ring_put(watch *w, const char *data, size_t n)
 static void read_stderr(watch *w)
 {
     ssize_t n = read(w->err_r, w->scratch, sizeof w->scratch);
-    if (n > 0)
+    if (n > 0 && w->spec->on_stderr)
+        w->spec->on_stderr(w->spec->stream_ctx, w->scratch, (size_t)n);
+    else if (n > 0)
         ring_put(w, w->scratch, (size_t)n);
     else if (n == 0 || (errno != EAGAIN && errno != EINTR))
         close_fd(&w->err_r);
@@ -634,8 +662,10 @@ static void drain_buffered(watch *w)
     for (int i = 0; i < 64 && w->out_r >= 0; i++) {
         size_t before = w->res->out_len;
         bool over = w->res->out_over;
+        uint64_t streamed = w->out_streamed;
         read_stdout(w);
-        if (w->res->out_len == before && w->res->out_over == over)
+        if (w->res->out_len == before && w->res->out_over == over &&
+            w->out_streamed == streamed)
             break;
     }
     for (int i = 0; i < 64 && w->err_r >= 0; i++) {
@@ -715,6 +745,8 @@ static void spawn(watch *w, child_plan *plan)
     }
     w->pgid = w->res->pgid = pid;
     setpgid(pid, pid); /* the supervisor does it too; whoever is first wins */
+    if (w->spec->on_started)
+        w->spec->on_started(w->spec->stream_ctx);
     supervise(w);
     finish(w);
 }

@@ -61,6 +61,16 @@ typedef struct sp_proc_spec {
     sp_stop_signal *stop;    /* may be NULL */
     size_t stdout_max;       /* 0 = SP_PROC_STDOUT_MAX */
     size_t stderr_tail;      /* 0 = SP_PROC_STDERR_TAIL */
+    /* ---- streaming mode (optional; the agent runner's protocol reader) ----
+     * With on_stdout / on_stderr set, that stream's bytes are handed over as
+     * they arrive instead of being kept (res->out / res->err stay empty). A
+     * false return from on_stdout kills the group at once, nothing more is
+     * read from stdout, and res->aborted is set. on_started runs once the
+     * command's process group exists, before anything is read. */
+    bool (*on_stdout)(void *ctx, const char *data, size_t len);
+    void (*on_stderr)(void *ctx, const char *data, size_t len);
+    void (*on_started)(void *ctx);
+    void *stream_ctx;
 } sp_proc_spec;
 
 typedef enum sp_proc_end {
@@ -84,6 +94,7 @@ typedef struct sp_proc_result {
     size_t err_len;
     bool err_cut;  /* more than stderr_tail bytes came */
     pid_t pgid;    /* the group (= supervisor pid); 0 when nothing was forked */
+    bool aborted;  /* streaming: on_stdout asked to stop and the group was killed */
 } sp_proc_result;
 
 /* Run the command to its end. Always fills `res` (release it with

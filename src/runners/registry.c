@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runners/agent.h" /* the agent kind (agent-step.md) */
 #include "runners/command_spec.h"
 
 static int validate_command(const char *id, const json_t *action, sp_error *err)
@@ -47,9 +48,10 @@ static const sp_runner RUNNERS[] = {
     {"command", validate_command, sp_command_run, false, true},
     {"native", validate_native, sp_native_run, false, false},
     {"external", sp_external_validate, sp_external_run, true, true},
+    {"agent", sp_agent_validate, sp_agent_run, false, false}, /* runners/agent.c */
 };
 
-static const char *const KINDS[] = {"command", "native", "external", NULL};
+static const char *const KINDS[] = {"command", "native", "external", "agent", NULL};
 
 /* SPORE_DISABLED_KINDS=kind,kind: this host declines those kinds, exactly
  * as if it had no runner for them (a host without a GPU, say, or tests of

@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -34,6 +35,7 @@ bool sp_stop_fired(sp_stop_signal *s);
 void sp_stop_destroy(sp_stop_signal *s);
 
 struct sp_native_registry;
+struct sp_artifacts; /* runners/artifacts.h */
 
 typedef struct sp_runner_ctx {
     const char *tenant;
@@ -54,6 +56,16 @@ typedef struct sp_runner_ctx {
     /* Where the store is (password removed), for a job that reports back
      * with `spore step complete`: exported as SPORE_DB with SPORE_TOKEN. */
     const char *store_location;
+    /* Progress from a running step (agent-step.md §3): every agent event
+     * renews the attempt's lease; a kept one (capped, redacted canonical
+     * JSON) is recorded for `spore status` / `spore events`; event_json NULL
+     * means "an event arrived, nothing to keep". Called on the runner's
+     * thread; NULL when the caller does not listen. */
+    void (*progress)(void *progress_ctx, const char *event_json, size_t len);
+    void *progress_ctx;
+    /* ---- component runners (runners.md §2, §5): sealed bytes, the store's
+     * secret, audit entries; NULL when the caller has no store ---- */
+    const struct sp_artifacts *artifacts;
 } sp_runner_ctx;
 
 typedef enum sp_output_kind {

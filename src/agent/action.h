@@ -1,0 +1,97 @@
+/*
+ * action.h - the `agent` action (agent-step.md §1): its closed member set,
+ * parsed into a plain struct shared by validation and the runner.
+ *
+ * Members: kind, stepCli (required: argv of the step CLI, no shell),
+ * systemPrompt (string, default ""), outputSchema (object, default {}),
+ * timeoutMs (decimal string, default "300000"), provider (breaker key,
+ * default stepCli[0]), sandbox (below), mcpServers, secrets, allowedTools,
+ * deniedTools (accepted, never sent: dropped with a warning naming the keys),
+ * env (extra environment, names only letters, digits and '_', not SPORE_*),
+ * description, and the kernel's effect, outcomes (must include "ok" when
+ * given), retry.
+ *
+ * sandbox: transport ("local" default | "exec"), network ("none" default |
+ * "host"), reuse ("none" default | "run"), readable and writable (paths,
+ * relative to the engine's base directory or absolute, no "..", mounted at
+ * the same absolute path, read-only / read-write), maxMessageBytes (decimal
+ * string, default 1 MiB). exec only: command (the prefix argv, required),
+ * lostStreamExit (integer 1..255, default 255), workRoot (absolute, default
+ * /tmp), hostWorkRoot (absolute: where workRoot is visible on this machine,
+ * for result.json; optional).
+ *
+ * secrets: {"NAME": {"file": "<path>"}}; NAME is [A-Za-z0-9][A-Za-z0-9_.-]*
+ * (at most 64 bytes, "mcp" reserved). mcpServers: [{name, url, headers:
+ * [{name, source: "Secret", secretName}]}]; a header with a plain `value` is
+ * recorded (plain_headers) so the runner refuses the step with
+ * agent.mcp-plain-headers, naming the server only; a secretName must be a
+ * key of `secrets`.
+ *
+ * What it must never do: accept a member it does not know, keep a header's
+ * plain value, or accept a path that exec or bwrap would read differently
+ * than written (NUL bytes, "..").
+ */
+#ifndef SPORE_AGENT_ACTION_H
+#define SPORE_AGENT_ACTION_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+#define SP_AGENT_TIMEOUT_DEFAULT_MS 300000u
+#define SP_AGENT_MESSAGE_DEFAULT (1024u * 1024)
+#define SP_AGENT_ARGV_MAX 256
+#define SP_AGENT_PATHS_MAX 64
+#define SP_AGENT_SERVERS_MAX 32
+#define SP_AGENT_HEADERS_MAX 32
+#define SP_AGENT_ENV_MAX 64
+
+typedef enum sp_agent_transport { SP_AGENT_LOCAL, SP_AGENT_EXEC } sp_agent_transport;
+
+typedef struct sp_agent_secret {
+    char *name;
+    char *file;
+    bool mcp; /* referenced by an MCP header */
+} sp_agent_secret;
+
+typedef struct sp_agent_sandbox {
+    sp_agent_transport transport;
+    bool network_host;
+    bool reuse_run;
+    char **readable, **writable; /* NULL-terminated */
+    uint64_t max_message_bytes;
+    char **exec_command; /* NULL-terminated; exec only */
+    int lost_stream_exit;
+    char *work_root;      /* exec only */
+    char *host_work_root; /* exec only; may be NULL */
+} sp_agent_sandbox;
+
+typedef struct sp_agent_action {
+    char **step_cli; /* NULL-terminated */
+    size_t nstep_cli;
+    char *system_prompt;
+    json_t *output_schema;
+    uint64_t timeout_ms;
+    char *provider;
+    sp_agent_sandbox sandbox;
+    sp_agent_secret *secrets;
+    size_t nsecrets;
+    json_t *mcp_servers;        /* the servers without plain values (for the step), or NULL */
+    char plain_header_server[129]; /* the first server with a plain header value, "" if none */
+    bool has_allowed_tools, has_denied_tools;
+    char **env; /* NAME, value, NAME, value, ..., NULL */
+} sp_agent_action;
+
+/* Parse `action` (action.invalid naming the action and the member). */
+int sp_agent_action_parse(const char *action_id, const json_t *action, sp_agent_action *out,
+                          sp_error *err);
+void sp_agent_action_free(sp_agent_action *a);
+
+/* The validation the registry runs at validate/start: parse, and refuse
+ * plain MCP header values there already. */
+int sp_agent_action_validate(const char *action_id, const json_t *action, sp_error *err);
+
+#endif

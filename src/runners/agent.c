@@ -1,0 +1,780 @@
+/*
+ * agent.c - the `agent` runner (see agent.h): pre-exec checks in the order
+ * of the outcome table (input, plain MCP headers, breaker, secrets, request
+ * and exec-message sizes, sandbox), the exec through process.c in streaming
+ * mode (stdout into the protocol reader, stderr into the stderr log, the
+ * engine's stop signal and our hard deadline watched), then the shared
+ * classification (src/agent/session.c), the breaker, and the sandbox's
+ * fate (destroyed when tainted or not reused).
+ *
+ * Decisions the spec leaves open, made here (docs/agents.md):
+ * - Hard deadline: timeoutMs plus a grace of timeoutMs/10, at least 2 s and
+ *   at most 30 s, so a step CLI can answer its own timeout (502) first.
+ * - A secret file that cannot be read fails the step before anything runs
+ *   (agent.secret-unavailable, naming the secret, never its value).
+ * - A step CLI that cannot be found on this machine fails with
+ *   agent.step-cli-missing before anything runs.
+ * - Local transport: the sandbox counts as built once the wrapper's
+ *   `step-pid=` line arrives on stderr; bwrap ending without it is
+ *   agent.sandbox-unavailable with bwrap's own first line.
+ * - Exec transport: the lost-stream exit code before any byte is
+ *   agent.exec-unavailable (the exec never started); after a byte it is a
+ *   lost stream.
+ *
+ * What it must never do: run without a sandbox (local), put a secret value
+ * into argv, the environment, a message or a detail, or report success
+ * other than through sp_agent_classify.
+ */
+#define _GNU_SOURCE
+#include "runners/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/action.h"
+#include "agent/redact.h"
+#include "agent/request.h"
+#include "agent/session.h"
+#include "base/failpoint.h"
+#include "json/json.h"
+#include "runners/process.h"
+#include "sandbox/sandbox.h"
+
+#define WRAPPER "printf 'step-pid=%s\\n' \"$$\" >&2 && exec \"$@\""
+#define WRAPPER_NAME "spore-step-wrapper"
+#define INSIDE_PATH "/usr/local/bin:/usr/bin:/bin"
+
+extern char **environ;
+
+typedef struct strv {
+    char **v;
+    size_t n, cap;
+    bool oom;
+} strv;
+
+static void sv_add(strv *s, const char *x)
+{
+    if (s->oom)
+        return;
+    if (s->n + 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 32;
+        char **v = realloc(s->v, cap * sizeof *v);
+        if (!v) {
+            s->oom = true;
+            return;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    if (!(s->v[s->n] = strdup(x)))
+        s->oom = true;
+    else
+        s->v[++s->n] = NULL;
+}
+
+__attribute__((format(printf, 2, 3))) static void sv_addf(strv *s, const char *fmt, ...)
+{
+    char *x = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vasprintf(&x, fmt, ap);
+    va_end(ap);
+    if (rc < 0) {
+        s->oom = true;
+        return;
+    }
+    sv_add(s, x);
+    free(x);
+}
+
+static void sv_free(strv *s)
+{
+    sp_sandbox_strv_free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+typedef struct plan {
+    const sp_agent_exec_in *in;
+    sp_agent_action action;
+    bool action_ok;
+    sp_redactor *redactor;
+    sp_agent_request req;
+    sp_sandbox *sandbox;
+    char *step_host;   /* stepCli[0] on this machine (local) */
+    char *step_inside; /* ... and inside the sandbox */
+    strv argv, envp, inside_env, files_host, files_inside, readable, writable;
+    char *run_dir_host;
+    char *result_path;
+    bool result_reachable;
+    sp_agent_session session;
+    bool session_ready;
+} plan;
+
+/* ---- the steps before the exec ---- */
+
+static bool read_secret(plan *p, const sp_agent_secret *s, sp_agent_outcome *o)
+{
+    int fd = open(s->file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        sp_agent_outcome_fail(o, "agent.secret-unavailable", false, false, SP_BREAKER_NONE,
+                              json_pack("{s:s}", "secret", s->name),
+                              "secret \"%s\" cannot be read from %s%s%s", s->name, s->file,
+                              fd < 0 ? ": " : "", fd < 0 ? strerror(e) : " (not a regular file)");
+        return false;
+    }
+    if ((uint64_t)st.st_size > SP_REDACT_SECRET_MAX) {
+        close(fd);
+        sp_agent_outcome_fail(o, "agent.secret-too-large", false, false, SP_BREAKER_NONE,
+                              json_pack("{s:s}", "secret", s->name),
+                              "secret \"%s\" is longer than %u bytes: it could not be redacted "
+                              "reliably, so the step is refused", s->name, SP_REDACT_SECRET_MAX);
+        return false;
+    }
+    char buf[SP_REDACT_SECRET_MAX + 1];
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + len, sizeof buf - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        if (len == sizeof buf)
+            break;
+    }
+    close(fd);
+    sp_error err = {0};
+    bool ok = len <= SP_REDACT_SECRET_MAX && sp_redactor_add(p->redactor, buf, len, &err) == 0;
+    explicit_bzero(buf, sizeof buf);
+    if (!ok) {
+        if (!err.code[0])
+            sp_fail(&err, "agent.secret-too-large", "secret is longer than %u bytes",
+                    SP_REDACT_SECRET_MAX);
+        sp_agent_outcome_fail(o, err.code, false, false, SP_BREAKER_NONE,
+                              json_pack("{s:s}", "secret", s->name), "secret \"%s\": %s",
+                              s->name, err.message);
+        sp_error_clear(&err);
+    }
+    return ok;
+}
+
+static char *self_dir(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    return strdup(exe[0] ? exe : "/");
+}
+
+static bool regular_exec(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+static char *path_lookup(const char *name)
+{
+    const char *path = getenv("PATH");
+    char *copy = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    char *found = NULL;
+    for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found;
+         dir = strtok_r(NULL, ":", &save)) {
+        char *candidate;
+        if (dir[0] != '/' || asprintf(&candidate, "%s/%s", dir, name) < 0)
+            continue;
+        if (regular_exec(candidate))
+            found = candidate;
+        else
+            free(candidate);
+    }
+    free(copy);
+    return found;
+}
+
+/* stepCli[0] on this machine (see agent.h for the rule). */
+static char *resolve_step_cli(const char *name, const char *base_dir)
+{
+    char *path = NULL;
+    if (strchr(name, '/')) {
+        if (name[0] == '/' || !base_dir)
+            path = strdup(name);
+        else if (asprintf(&path, "%s/%s", base_dir, name) < 0)
+            path = NULL;
+    } else if (strcmp(name, "spore-step") == 0) {
+        char *dir = self_dir();
+        if (dir && asprintf(&path, "%s/spore-step", dir) < 0)
+            path = NULL;
+        free(dir);
+        if (path && !regular_exec(path)) {
+            free(path);
+            path = NULL;
+        }
+        if (!path)
+            path = path_lookup(name);
+    } else {
+        path = path_lookup(name);
+    }
+    if (path && !regular_exec(path)) {
+        free(path);
+        return NULL;
+    }
+    char *real = path ? realpath(path, NULL) : NULL;
+    free(path);
+    return real;
+}
+
+static char *absolute(const char *path, const char *base)
+{
+    char *out = NULL;
+    if (path[0] == '/')
+        return strdup(path);
+    if (asprintf(&out, "%s/%s", base ? base : ".", path) < 0)
+        return NULL;
+    return out;
+}
+
+static const char *base_dir(const plan *p)
+{
+    static __thread char cwd[PATH_MAX];
+    if (p->in->base_dir && p->in->base_dir[0])
+        return p->in->base_dir;
+    return getcwd(cwd, sizeof cwd) ? cwd : "/";
+}
+
+static bool env_name(const char *n)
+{
+    if (!*n || (*n >= '0' && *n <= '9'))
+        return false;
+    for (const char *c = n; *c; c++)
+        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+              *c == '_'))
+            return false;
+    return true;
+}
+
+/* The environment inside the sandbox (or on the remote side). */
+static void inside_env(plan *p, const char *mcp_inside)
+{
+    strv *e = &p->inside_env;
+    sv_add(e, "PATH=" INSIDE_PATH);
+    sv_add(e, "HOME=/tmp");
+    sv_add(e, "TMPDIR=/tmp");
+    sv_add(e, "LANG=C.UTF-8");
+    sv_addf(e, "SPORE_STEP_ID=%s", p->req.step_id);
+    sv_addf(e, "SPORE_RUN_DIR=%s", p->req.run_dir);
+    for (size_t i = 0; i < p->action.nsecrets; i++)
+        if (env_name(p->action.secrets[i].name))
+            sv_addf(e, "%s_FILE=" SP_SANDBOX_SECRETS "/%s", p->action.secrets[i].name,
+                    p->action.secrets[i].name);
+    if (mcp_inside)
+        sv_addf(e, "SPORE_MCP_SERVERS=%s", mcp_inside);
+    for (char **kv = p->action.env; kv && kv[0] && kv[1]; kv += 2)
+        sv_addf(e, "%s=%s", kv[0], kv[1]);
+}
+
+static void bind_file(plan *p, const char *host, const char *inside)
+{
+    sv_add(&p->files_host, host);
+    sv_add(&p->files_inside, inside);
+}
+
+static bool write_file(const char *path, const char *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    bool ok = write(fd, data, len) == (ssize_t)len;
+    return close(fd) == 0 && ok;
+}
+
+static void unavailable(sp_agent_outcome *o, sp_error *err)
+{
+    sp_agent_outcome_fail(o, err->code[0] ? err->code : "agent.sandbox-unavailable", false, false,
+                          SP_BREAKER_NONE, NULL, "%s", err->message);
+    sp_error_clear(err);
+}
+
+static bool paths_exist(plan *p, char **list, strv *out, const char *what, sp_agent_outcome *o)
+{
+    for (char **e = list; e && *e; e++) {
+        char *abs = absolute(*e, base_dir(p));
+        struct stat st;
+        if (!abs || stat(abs, &st)) {
+            sp_agent_outcome_fail(o, "agent.sandbox-unavailable", false, false, SP_BREAKER_NONE,
+                                  NULL, "sandbox.%s entry %s does not exist", what,
+                                  abs ? abs : *e);
+            free(abs);
+            return false;
+        }
+        sv_add(out, abs);
+        free(abs);
+    }
+    return true;
+}
+
+/* The local transport: sandbox, binds, the bwrap command line. */
+static bool plan_local(plan *p, sp_agent_outcome *o)
+{
+    sp_error err = {0};
+    if (sp_sandbox_check(&err)) {
+        unavailable(o, &err);
+        return false;
+    }
+    if (!paths_exist(p, p->action.sandbox.readable, &p->readable, "readable", o) ||
+        !paths_exist(p, p->action.sandbox.writable, &p->writable, "writable", o))
+        return false;
+    p->sandbox = sp_sandbox_acquire(p->in->run_id, p->action.sandbox.reuse_run, &err);
+    if (!p->sandbox) {
+        unavailable(o, &err);
+        return false;
+    }
+    if (asprintf(&p->run_dir_host, "%s/%s", sp_sandbox_work_host(p->sandbox), p->req.step_id) < 0 ||
+        asprintf(&p->result_path, "%s/result.json", p->run_dir_host) < 0) {
+        sp_agent_outcome_fail(o, "runtime.out-of-memory", true, false, SP_BREAKER_NONE, NULL,
+                              "out of memory");
+        return false;
+    }
+    p->result_reachable = true;
+    struct stat st;
+    if (mkdir(p->run_dir_host, 0700) && !(errno == EEXIST && lstat(p->run_dir_host, &st) == 0 &&
+                                           S_ISDIR(st.st_mode))) {
+        sp_agent_outcome_fail(o, "agent.sandbox-unavailable", false, true, SP_BREAKER_NONE, NULL,
+                              "cannot create the run directory %s", p->run_dir_host);
+        return false;
+    }
+    /* the step program */
+    if (strncmp(p->step_host, "/usr/", 5) == 0) {
+        p->step_inside = strdup(p->step_host);
+    } else {
+        const char *name = strrchr(p->step_host, '/') + 1;
+        if (asprintf(&p->step_inside, SP_SANDBOX_BIN_DIR "/%s", name) < 0)
+            p->step_inside = NULL;
+        else
+            bind_file(p, p->step_host, p->step_inside);
+    }
+    /* secrets, MCP configuration */
+    for (size_t i = 0; i < p->action.nsecrets; i++) {
+        const sp_agent_secret *s = &p->action.secrets[i];
+        char *inside;
+        if (asprintf(&inside, SP_SANDBOX_SECRETS "/%s", s->name) >= 0) {
+            bind_file(p, s->file, inside);
+            free(inside);
+        }
+        if (s->mcp && asprintf(&inside, SP_SANDBOX_SECRETS "/mcp/%s/value", s->name) >= 0) {
+            bind_file(p, s->file, inside);
+            free(inside);
+        }
+    }
+    const char *mcp_inside = NULL;
+    if (json_array_size(p->action.mcp_servers)) {
+        char *host, *text = sp_json_encode_alloc(p->action.mcp_servers, NULL, NULL);
+        if (text && asprintf(&host, "%s/mcp-servers.json", sp_sandbox_dir(p->sandbox)) >= 0) {
+            if (write_file(host, text, strlen(text))) {
+                bind_file(p, host, SP_SANDBOX_MCP_CONFIG);
+                mcp_inside = SP_SANDBOX_MCP_CONFIG;
+            }
+            free(host);
+        }
+        free(text);
+    }
+    inside_env(p, mcp_inside);
+    strv cmd = {0};
+    sv_add(&cmd, "/bin/sh");
+    sv_add(&cmd, "-c");
+    sv_add(&cmd, WRAPPER);
+    sv_add(&cmd, WRAPPER_NAME);
+    sv_add(&cmd, p->step_inside ? p->step_inside : "");
+    for (size_t i = 1; i < p->action.nstep_cli; i++)
+        sv_add(&cmd, p->action.step_cli[i]);
+    size_t nfiles = p->files_host.n;
+    sp_sandbox_file *files = calloc(nfiles ? nfiles : 1, sizeof *files);
+    for (size_t i = 0; files && i < nfiles; i++)
+        files[i] = (sp_sandbox_file){p->files_host.v[i], p->files_inside.v[i]};
+    sp_sandbox_spec spec = {
+        .network_host = p->action.sandbox.network_host,
+        .readable = (const char *const *)p->readable.v,
+        .writable = (const char *const *)p->writable.v,
+        .files = files,
+        .nfiles = nfiles,
+        .run_dir_host = p->action.sandbox.reuse_run ? NULL : p->run_dir_host,
+        .run_dir = p->action.sandbox.reuse_run ? NULL : p->req.run_dir,
+        .cwd = base_dir(p),
+        .env = (const char *const *)p->inside_env.v,
+        .argv = (const char *const *)cmd.v,
+    };
+    bool oom = cmd.oom || !files || p->inside_env.oom || p->files_host.oom ||
+               p->files_inside.oom || p->readable.oom || p->writable.oom || !p->step_inside;
+    p->argv.v = oom ? NULL : sp_sandbox_bwrap_argv(p->sandbox, &spec, &err);
+    free(files);
+    sv_free(&cmd);
+    if (!p->argv.v) {
+        if (oom)
+            sp_oom(&err);
+        unavailable(o, &err);
+        return false;
+    }
+    sv_add(&p->envp, "PATH=/usr/sbin:/usr/bin:/sbin:/bin");
+    uint64_t size = sp_agent_message_size_local((const char *const *)p->argv.v,
+                                                (const char *const *)p->envp.v, p->req.len);
+    if (size > p->action.sandbox.max_message_bytes) {
+        sp_agent_outcome_fail(o, "agent.exec-message-too-large", false, false, SP_BREAKER_NONE,
+                              json_pack("{s:I,s:I}", "bytes", (json_int_t)size, "max",
+                                        (json_int_t)p->action.sandbox.max_message_bytes),
+                              "the exec message (stdin, argv, environment) would be %llu bytes, "
+                              "over the transport's %llu", (unsigned long long)size,
+                              (unsigned long long)p->action.sandbox.max_message_bytes);
+        return false;
+    }
+    return true;
+}
+
+/* The exec transport: prefix + env -i ... + the wrapper + the step CLI. */
+static bool plan_exec(plan *p, sp_agent_outcome *o)
+{
+    const sp_agent_sandbox *sb = &p->action.sandbox;
+    inside_env(p, json_array_size(p->action.mcp_servers) ? SP_SANDBOX_MCP_CONFIG : NULL);
+    strv remote = {0};
+    for (char **c = sb->exec_command; c && *c; c++)
+        sv_add(&p->argv, *c);
+    sv_add(&remote, "/usr/bin/env");
+    sv_add(&remote, "-i");
+    size_t env_at = remote.n;
+    for (size_t i = 0; i < p->inside_env.n; i++)
+        sv_add(&remote, p->inside_env.v[i]);
+    size_t env_end = remote.n;
+    sv_add(&remote, "/bin/sh");
+    sv_add(&remote, "-c");
+    sv_add(&remote, WRAPPER);
+    sv_add(&remote, WRAPPER_NAME);
+    for (size_t i = 0; i < p->action.nstep_cli; i++)
+        sv_add(&remote, p->action.step_cli[i]);
+    for (size_t i = 0; i < remote.n; i++)
+        sv_add(&p->argv, remote.v[i]);
+    /* protobuf sizing: argv entries (without the environment) + pairs + stdin */
+    strv args = {0}, pairs = {0};
+    for (size_t i = 0; i < remote.n; i++)
+        sv_add(i >= env_at && i < env_end ? &pairs : &args, remote.v[i]);
+    bool oom = remote.oom || args.oom || pairs.oom || p->argv.oom;
+    uint64_t size = sp_agent_message_size_protobuf((const char *const *)args.v,
+                                                   (const char *const *)pairs.v, p->req.len);
+    sv_free(&remote);
+    sv_free(&args);
+    sv_free(&pairs);
+    if (oom) {
+        sp_agent_outcome_fail(o, "runtime.out-of-memory", true, false, SP_BREAKER_NONE, NULL,
+                              "out of memory");
+        return false;
+    }
+    if (size > sb->max_message_bytes) {
+        sp_agent_outcome_fail(o, "agent.exec-message-too-large", false, false, SP_BREAKER_NONE,
+                              json_pack("{s:I,s:I}", "bytes", (json_int_t)size, "max",
+                                        (json_int_t)sb->max_message_bytes),
+                              "the exec request (argv, environment, stdin) would be %llu bytes "
+                              "as a protobuf message, over the transport's %llu",
+                              (unsigned long long)size, (unsigned long long)sb->max_message_bytes);
+        return false;
+    }
+    for (char **e = environ; e && *e; e++)
+        sv_add(&p->envp, *e); /* the prefix (ssh, kubectl) needs the worker's environment */
+    if (sb->host_work_root) {
+        p->result_reachable = true;
+        if (asprintf(&p->result_path, "%s/%s/result.json", sb->host_work_root, p->req.step_id) < 0)
+            p->result_path = NULL;
+    }
+    return true;
+}
+
+/* ---- the exec ---- */
+
+static bool on_stdout(void *ctx, const char *data, size_t len)
+{
+    plan *p = ctx;
+    return sp_agent_session_stdout(&p->session, data, len);
+}
+
+static void on_stderr(void *ctx, const char *data, size_t len)
+{
+    plan *p = ctx;
+    sp_agent_session_stderr(&p->session, data, len);
+}
+
+static void on_started(void *ctx)
+{
+    (void)ctx;
+    sp_failpoint("host.agent.after-exec");
+}
+
+static void on_event(void *ctx, const char *json, size_t len)
+{
+    plan *p = ctx;
+    if (p->in->progress)
+        p->in->progress(p->in->progress_ctx, json, len);
+}
+
+static uint64_t hard_deadline(uint64_t timeout_ms)
+{
+    uint64_t grace = timeout_ms / 10;
+    grace = grace < 2000 ? 2000 : grace > 30000 ? 30000 : grace;
+    return timeout_ms + grace;
+}
+
+static void end_of(plan *p, const sp_proc_result *res, sp_agent_end *end)
+{
+    memset(end, 0, sizeof *end);
+    bool local = p->action.sandbox.transport == SP_AGENT_LOCAL;
+    long long pid;
+    bool started = sp_agent_stderr_pid(&p->session.err, &pid);
+    if (res->aborted) {
+        end->kind = SP_AGENT_VIOLATION_KILL;
+        return;
+    }
+    switch (res->end) {
+    case SP_PROC_SPAWN_FAILED:
+        end->kind = local ? SP_AGENT_SANDBOX_FAILED : SP_AGENT_SPAWN_FAILED;
+        snprintf(end->message, sizeof end->message, "%s failed at %s: %s",
+                 p->argv.v ? p->argv.v[0] : "?", res->spawn_step ? res->spawn_step : "?",
+                 strerror(res->spawn_errno));
+        return;
+    case SP_PROC_STOPPED:
+        end->kind = SP_AGENT_STOPPED;
+        return;
+    case SP_PROC_TIMED_OUT:
+        end->kind = SP_AGENT_TIMED_OUT;
+        return;
+    case SP_PROC_SIGNALED:
+        end->kind = SP_AGENT_SIGNALED;
+        end->signal = res->signal;
+        break;
+    case SP_PROC_EXITED:
+        end->kind = SP_AGENT_EXITED;
+        end->exit_code = res->exit_code;
+        break;
+    }
+    if (local && !started) {
+        end->kind = SP_AGENT_SANDBOX_FAILED;
+        snprintf(end->message, sizeof end->message, "bwrap ended (%s %d) before the step started",
+                 res->end == SP_PROC_EXITED ? "exit" : "signal",
+                 res->end == SP_PROC_EXITED ? res->exit_code : res->signal);
+        return;
+    }
+    if (!local && end->kind == SP_AGENT_EXITED &&
+        end->exit_code == p->action.sandbox.lost_stream_exit) {
+        bool any = p->session.reader.total > 0 || p->session.err.total > 0;
+        end->kind = any ? SP_AGENT_LOST : SP_AGENT_SPAWN_FAILED;
+        snprintf(end->message, sizeof end->message,
+                 "the exec transport exited %d (its lost-stream code) before any byte",
+                 end->exit_code);
+    }
+}
+
+static void run_exec(plan *p, sp_agent_outcome *o)
+{
+    sp_proc_spec spec = {
+        .argv = (const char *const *)p->argv.v,
+        .envp = (const char *const *)p->envp.v,
+        .cwd = p->action.sandbox.transport == SP_AGENT_EXEC ? base_dir(p) : NULL,
+        .stdin_data = p->req.json,
+        .stdin_len = p->req.len,
+        .has_timeout = true,
+        .timeout_ms = hard_deadline(p->action.timeout_ms),
+        .stop = p->in->stop,
+        .on_stdout = on_stdout,
+        .on_stderr = on_stderr,
+        .on_started = on_started,
+        .stream_ctx = p,
+    };
+    sp_proc_result res;
+    sp_proc_run(&spec, &res);
+    sp_agent_end end;
+    end_of(p, &res, &end);
+    sp_proc_result_free(&res);
+    sp_agent_session_finish(&p->session, &end, p->result_path, p->result_reachable, o);
+    sp_failpoint("host.agent.after-result");
+}
+
+static void add_warning(sp_agent_outcome *o, const plan *p)
+{
+    if (!p->req.warning[0] || !o->details)
+        return;
+    json_t *w = json_array();
+    if (w && !json_array_append_new(w, json_string(p->req.warning)))
+        json_object_set_new(o->details, "warnings", w);
+    else
+        json_decref(w);
+}
+
+static void plan_free(plan *p)
+{
+    if (p->session_ready)
+        sp_agent_session_free(&p->session);
+    sp_agent_request_free(&p->req);
+    sp_redactor_free(p->redactor);
+    if (p->action_ok)
+        sp_agent_action_free(&p->action);
+    free(p->step_host);
+    free(p->step_inside);
+    free(p->run_dir_host);
+    free(p->result_path);
+    sv_free(&p->argv);
+    sv_free(&p->envp);
+    sv_free(&p->inside_env);
+    sv_free(&p->files_host);
+    sv_free(&p->files_inside);
+    sv_free(&p->readable);
+    sv_free(&p->writable);
+}
+
+static bool prepare(plan *p, sp_agent_outcome *o)
+{
+    const sp_agent_exec_in *in = p->in;
+    sp_error err = {0};
+    if (sp_agent_action_parse(in->action_id, in->action, &p->action, &err)) {
+        sp_agent_outcome_fail(o, "agent.invalid", false, false, SP_BREAKER_NONE, NULL, "%s",
+                              err.message);
+        sp_error_clear(&err);
+        return false;
+    }
+    p->action_ok = true;
+    sp_agent_request_in rin = {&p->action, in->input, in->run_id, in->node_id, in->attempt,
+                               p->action.sandbox.transport == SP_AGENT_LOCAL
+                                   ? SP_SANDBOX_WORK_ROOT
+                                   : p->action.sandbox.work_root,
+                               in->traceparent, NULL, in->step_id};
+    if (sp_agent_request_build(&rin, &p->req, &err)) {
+        sp_agent_outcome_fail(o, err.code, false, false, SP_BREAKER_NONE, NULL, "%s",
+                              err.message);
+        sp_error_clear(&err);
+        return false;
+    }
+    if (p->action.plain_header_server[0]) {
+        sp_agent_outcome_fail(o, "agent.mcp-plain-headers", false, false, SP_BREAKER_NONE,
+                              json_pack("{s:s}", "server", p->action.plain_header_server),
+                              "MCP server \"%s\" carries a plain header value: headers must be "
+                              "{\"source\": \"Secret\", \"secretName\"}",
+                              p->action.plain_header_server);
+        return false;
+    }
+    if (sp_breaker_is_open(sp_breaker_global(), p->action.provider, sp_breaker_now_ms())) {
+        sp_agent_outcome_fail(o, "agent.breaker-open", false, false, SP_BREAKER_NONE,
+                              json_pack("{s:s}", "provider", p->action.provider),
+                              "the circuit breaker of provider \"%s\" is open (%d failures in a "
+                              "row; it closes 60 s after the last one)", p->action.provider,
+                              SP_BREAKER_THRESHOLD);
+        return false;
+    }
+    if (!(p->redactor = sp_redactor_new())) {
+        sp_agent_outcome_fail(o, "runtime.out-of-memory", true, false, SP_BREAKER_NONE, NULL,
+                              "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < p->action.nsecrets; i++)
+        if (!read_secret(p, &p->action.secrets[i], o))
+            return false;
+    if (p->action.sandbox.transport == SP_AGENT_LOCAL) {
+        p->step_host = resolve_step_cli(p->action.step_cli[0], base_dir(p));
+        if (!p->step_host) {
+            sp_agent_outcome_fail(o, "agent.step-cli-missing", false, false, SP_BREAKER_NONE,
+                                  NULL, "the step CLI \"%s\" was not found on this machine "
+                                  "(a path, spore-step beside spore, or a name in PATH)",
+                                  p->action.step_cli[0]);
+            return false;
+        }
+    }
+    if (!(p->action.sandbox.transport == SP_AGENT_LOCAL ? plan_local(p, o) : plan_exec(p, o)))
+        return false;
+    sp_agent_session_cfg cfg = {p->req.step_id, p->redactor, in->node_id, in->attempt, on_event,
+                                p};
+    if (sp_agent_session_init(&p->session, &cfg)) {
+        sp_agent_outcome_fail(o, "runtime.out-of-memory", true, false, SP_BREAKER_NONE, NULL,
+                              "cannot set up the protocol reader");
+        return false;
+    }
+    p->session_ready = true;
+    return true;
+}
+
+void sp_agent_execute(const sp_agent_exec_in *in, sp_agent_outcome *o)
+{
+    plan p;
+    memset(&p, 0, sizeof p);
+    p.in = in;
+    memset(o, 0, sizeof *o);
+    if (prepare(&p, o)) {
+        if (p.req.warning[0])
+            fprintf(stderr, "spore: warning: agent step %s: %s\n", in->node_id ? in->node_id : "?",
+                    p.req.warning);
+        run_exec(&p, o);
+        sp_breaker_record(sp_breaker_global(), p.action.provider, o->breaker,
+                          sp_breaker_now_ms());
+    } else if (!o->details) {
+        sp_agent_outcome_fail(o, "agent.invalid", false, false, SP_BREAKER_NONE, NULL,
+                              "the agent step could not be prepared");
+    }
+    add_warning(o, &p);
+    if (p.sandbox)
+        sp_sandbox_release(p.sandbox, o->taint || o->status == SP_AGENT_UNKNOWN);
+    plan_free(&p);
+}
+
+void sp_agent_outcome_to_output(const sp_agent_outcome *o, sp_activity_output *out)
+{
+    json_t *details = o->details ? json_incref(o->details) : NULL;
+    const char *msg = o->error ? o->error : "";
+    switch (o->status) {
+    case SP_AGENT_SUCCESS:
+        json_decref(details);
+        sp_output_success(out, "ok", o->output ? json_incref(o->output) : NULL);
+        return;
+    case SP_AGENT_FAILURE:
+        sp_output_failure(out, o->code, o->retryable, details, "%s", msg);
+        return;
+    case SP_AGENT_UNKNOWN:
+        sp_output_unknown(out, o->code, details, "%s", msg);
+        return;
+    }
+}
+
+int sp_agent_validate(const char *action_id, const json_t *action, sp_error *err)
+{
+    return sp_agent_action_validate(action_id, action, err);
+}
+
+int sp_agent_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
+                 const json_t *input, sp_activity_output *out)
+{
+    sp_agent_exec_in in = {
+        .action_id = action_id,
+        .action = action,
+        .input = input,
+        .run_id = ctx->run_id,
+        .node_id = ctx->node_id,
+        .attempt = ctx->attempt,
+        .base_dir = ctx->base_dir,
+        .traceparent = ctx->traceparent,
+        .stop = ctx->stop,
+        .progress = ctx->progress,
+        .progress_ctx = ctx->progress_ctx,
+    };
+    sp_agent_outcome o;
+    sp_agent_execute(&in, &o);
+    sp_agent_outcome_to_output(&o, out);
+    sp_agent_outcome_free(&o);
+    return out->error || out->kind == SP_OUTPUT_SUCCESS ? 0 : -1;
+}

@@ -1,0 +1,110 @@
+/*
+ * sandbox.h - the local process sandbox of agent steps (agent-step.md §7),
+ * built with bubblewrap (Debian's `bubblewrap`, D8).
+ *
+ * What it is for: a sandbox is a private host directory (its work root, and
+ * the files the runner writes for the step) plus the bwrap command line that
+ * starts a program inside: new user, mount, PID, IPC, UTS and network
+ * namespaces (network "host" shares the network), --new-session,
+ * --die-with-parent, --clearenv with an explicit environment, every
+ * capability dropped, read-only system directories (/usr and its symlinks,
+ * a short list of /etc files), a private /proc, /dev and /tmp, a root that
+ * is remounted read-only, the step's run directory writable, the action's
+ * readable / writable paths at their own absolute paths, secret files
+ * mounted read-only, and nothing else of the host: no home directory, no
+ * host processes.
+ *
+ * Lifecycle: `reuse: "none"` makes a fresh sandbox per attempt and destroys
+ * it afterwards; `reuse: "run"` keeps one per run (keyed by the run ID,
+ * shared by the run's agent steps in this process and, through its
+ * directory, by later processes) until it is tainted: a tainted sandbox is
+ * destroyed and never handed out again. A `run` sandbox whose directory
+ * says a step was in progress when its process died counts as tainted.
+ *
+ * bwrap: $SPORE_BWRAP (an absolute path) when set, else `bwrap` in PATH, else
+ * /usr/bin/bwrap.
+ *
+ * Where: $SPORE_AGENT_DIR, else $XDG_RUNTIME_DIR/spore-agent, else
+ * ${TMPDIR:-/tmp}/spore-agent-<uid>; created 0700 and refused unless it is
+ * a real directory owned by this user and private.
+ *
+ * What it must never do: fall back to running unsandboxed, follow a symlink
+ * while creating or destroying a sandbox directory, hand out a tainted
+ * sandbox, or put a secret value on a command line (secrets are files).
+ */
+#ifndef SPORE_SANDBOX_SANDBOX_H
+#define SPORE_SANDBOX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/error.h"
+
+#define SP_SANDBOX_WORK_ROOT "/spore/work"   /* the work root inside */
+#define SP_SANDBOX_BIN_DIR "/spore/bin"      /* step programs bound from outside /usr */
+#define SP_SANDBOX_SECRETS "/var/secrets"    /* secret files */
+#define SP_SANDBOX_MCP_CONFIG "/spore/mcp-servers.json"
+
+/* What this machine offers (for the preflight and `capabilities`). */
+typedef struct sp_sandbox_features {
+    char bwrap[512];      /* path of bwrap, "" if not found */
+    bool user_namespaces; /* the kernel allows creating them */
+    bool works;           /* a trial sandbox ran `true` */
+    char problem[400];    /* what is missing, when !works */
+} sp_sandbox_features;
+
+/* Detect once per process (cached; thread-safe). */
+const sp_sandbox_features *sp_sandbox_detect(void);
+
+/* 0 when a sandbox can be built; agent.sandbox-unavailable naming what is
+ * missing otherwise. */
+int sp_sandbox_check(sp_error *err);
+
+typedef struct sp_sandbox sp_sandbox;
+
+/* A sandbox for one attempt: fresh (reuse none), or the run's (reuse run).
+ * agent.sandbox-unavailable when its directory cannot be made. */
+sp_sandbox *sp_sandbox_acquire(const char *run_id, bool reuse_run, sp_error *err);
+
+/* Done with it: destroyed when `taint` or when not reused; kept otherwise. */
+void sp_sandbox_release(sp_sandbox *s, bool taint);
+
+/* The host directory behind SP_SANDBOX_WORK_ROOT, and the sandbox's own
+ * directory (for files the runner writes for the step). */
+const char *sp_sandbox_work_host(const sp_sandbox *s);
+const char *sp_sandbox_dir(const sp_sandbox *s);
+bool sp_sandbox_reused(const sp_sandbox *s);
+
+/* A file bound read-only into the sandbox. */
+typedef struct sp_sandbox_file {
+    const char *host;
+    const char *inside;
+} sp_sandbox_file;
+
+typedef struct sp_sandbox_spec {
+    bool network_host;
+    const char *const *readable; /* absolute host paths, NULL-terminated (may be NULL) */
+    const char *const *writable;
+    const sp_sandbox_file *files;
+    size_t nfiles;
+    const char *run_dir_host; /* the step's run directory on the host (reuse none) */
+    const char *run_dir;      /* ... and inside */
+    const char *cwd;          /* absolute working directory inside */
+    const char *const *env;   /* "NAME=value" inside, NULL-terminated */
+    const char *const *argv;  /* the command inside, NULL-terminated */
+} sp_sandbox_spec;
+
+/* The complete bwrap argv (NULL-terminated, argv[0] = the bwrap path).
+ * Free with sp_sandbox_strv_free. NULL + error when out of memory or when a
+ * path cannot be mounted as written. */
+char **sp_sandbox_bwrap_argv(const sp_sandbox *s, const sp_sandbox_spec *spec, sp_error *err);
+void sp_sandbox_strv_free(char **v);
+
+/* The agent directory (created on first use); NULL + error when unusable. */
+const char *sp_sandbox_root(sp_error *err);
+
+/* Remove a directory tree without following symlinks, making directories
+ * writable on the way (a step may have chmodded them). 0 or -1. */
+int sp_sandbox_remove_tree(const char *path);
+
+#endif

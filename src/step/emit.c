@@ -1,0 +1,130 @@
+/*
+ * emit.c - spore-step's protocol writer: records as compact JSON lines on
+ * the private stdout descriptor, and result.json written atomically.
+ *
+ * Must never write a partial record on purpose, or leave a temporary file
+ * behind when it can remove it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "step/step.h"
+
+static bool write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        data += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+static bool emit(step_out *o, json_t *record)
+{
+    char *text = record ? json_dumps(record, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+                        : NULL;
+    json_decref(record);
+    if (!text)
+        return false;
+    size_t n = strlen(text);
+    text[n] = '\n';
+    bool ok = write_all(o->fd, text, n + 1);
+    free(text);
+    return ok;
+}
+
+static json_t *envelope(step_out *o, const char *type)
+{
+    return json_pack("{s:i,s:s,s:s}", "v", 1, "type", type, "stepId", o->step_id);
+}
+
+bool step_emit_start(step_out *o) { return emit(o, envelope(o, "start")); }
+
+static void timestamp(char out[40])
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, 40, "%s.%03dZ", date, (int)(tv.tv_usec / 1000));
+}
+
+bool step_emit_event(step_out *o, const char *kind, json_t *data)
+{
+    json_t *r = envelope(o, "event");
+    char ts[40];
+    timestamp(ts);
+    if (!r || !data) {
+        json_decref(r);
+        json_decref(data);
+        return false;
+    }
+    json_object_set_new(r, "seq", json_integer((json_int_t)++o->seq));
+    json_object_set_new(r, "ts", json_string(ts));
+    json_object_set_new(r, "kind", json_string(kind));
+    json_object_set_new(r, "data", data);
+    return emit(o, r);
+}
+
+bool step_emit_raw(step_out *o, const char *line)
+{
+    return write_all(o->fd, line, strlen(line)) && write_all(o->fd, "\n", 1);
+}
+
+bool step_emit_result(step_out *o, int status, json_t *body)
+{
+    json_t *r = envelope(o, "result");
+    if (!r)
+        return false;
+    json_object_set_new(r, "status", json_integer(status));
+    json_object_set(r, "body", body);
+    return emit(o, r);
+}
+
+bool step_write_result_file(const char *run_dir, const char *step_id, int status,
+                            const json_t *body)
+{
+    json_t *doc = json_pack("{s:s,s:i}", "stepId", step_id, "status", status);
+    if (!doc)
+        return false;
+    json_object_update(doc, (json_t *)body);
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(doc);
+    if (!text)
+        return false;
+    char tmp[4200], final[4200];
+    snprintf(tmp, sizeof tmp, "%s/.result.json.%ld.tmp", run_dir, (long)getpid());
+    snprintf(final, sizeof final, "%s/result.json", run_dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && write_all(fd, text, strlen(text)) && write_all(fd, "\n", 1) &&
+              fsync(fd) == 0;
+    free(text);
+    if (fd >= 0 && close(fd) != 0)
+        ok = false;
+    if (ok)
+        ok = rename(tmp, final) == 0;
+    if (!ok) {
+        unlink(tmp);
+        return false;
+    }
+    int dir = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) {
+        fsync(dir);
+        close(dir);
+    }
+    return true;
+}
