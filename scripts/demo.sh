@@ -7,7 +7,10 @@
 #   3. run examples/review-loop.json: check -> rework -> check, then it parks
 #      at the approval wait (exit 3); this script signals `approved` and runs
 #      it again to completion;
-#   4. show the run's events and where to look next.
+#   4. show the run's events;
+#   5. run examples/agent.json: an agent step in a sandbox, with the scripted
+#      fake provider;
+#   6. replay the golden kernel traces and say where to look next.
 set -euo pipefail
 spore=$(realpath "${1:-build/spore}")
 cd "$(dirname "$0")/.."
@@ -44,6 +47,11 @@ step "spore run examples/review-loop.json --key review-1   (resumes and complete
 
 step "spore events $run_id"
 "$spore" events "$run_id"
+
+step "spore run examples/agent.json   (an agent step: spore-step --provider fake in a bubblewrap sandbox)"
+if ! "$spore" run examples/agent.json; then
+  echo "demo: the agent step could not run here (see spore capabilities: it needs bubblewrap)" >&2
+fi
 
 step "spore trace ../shared/conformance/traces/*.json"
 if compgen -G "../shared/conformance/traces/*.json" >/dev/null; then
