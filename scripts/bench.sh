@@ -42,6 +42,7 @@ for bin in "$build"/bench/bench_*; do
       args=(--steps "${SPORE_BENCH_STEPS:-200}")
       ;;
     # ---- end PostgreSQL ----
+    bench_component) args=("$build/spore" "$build/runners") ;; # runners.md: one runner call
     *) args=() ;;
   esac
   echo "== $name ${args[*]}"

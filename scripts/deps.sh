@@ -23,6 +23,11 @@ PACKAGES=(
   # ---- agent steps (agent-step.md §7) ----
   bubblewrap                            # the local sandbox of agent steps (bwrap)
   # ---- end agent steps ----
+  # ---- component runners (runners.md) ----
+  wabt                                  # libwabt.a (the interpreter in the jail) and wat2wasm (test runners)
+  lld                                   # wasm-ld: runners written in C (clang --target=wasm32)
+  libseccomp-dev                        # the jail's seccomp filter
+  # ---- end component runners ----
 )
 
 missing=()

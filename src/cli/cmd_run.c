@@ -57,8 +57,12 @@ static int do_start(session *s, const char *file, const start_args *a, sp_start_
     int rc = 0;
     if (!doc || !input)
         rc = session_fail(s, &err);
-    else if (sp_engine_start(s->engine, doc, input, a->key, out, &err))
-        rc = session_fail(s, &err);
+    else {
+        char *dir = sp_workflow_dir(file); /* runners are sealed from here */
+        if (!dir ? sp_oom(&err) : sp_engine_start_at(s->engine, doc, dir, input, a->key, out, &err))
+            rc = session_fail(s, &err);
+        free(dir);
+    }
     json_decref(doc);
     json_decref(input);
     return rc;

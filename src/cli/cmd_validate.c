@@ -38,7 +38,10 @@ int cmd_validate(int argc, char **argv)
     if (!doc)
         return cli_error(&c, cli_exit_for(err.code), &err);
     sp_validated v;
-    int rc = sp_validate_workflow(doc, NULL, NULL, &v, &err);
+    char *dir = sp_workflow_dir(c.positional[0]); /* runners are sealed from here */
+    sp_validate_opts opts = {dir, false, NULL};
+    int rc = dir ? sp_validate_workflow(doc, NULL, NULL, &opts, &v, &err) : sp_oom(&err);
+    free(dir);
     json_decref(doc);
     if (rc)
         return cli_error(&c, cli_exit_for(err.code), &err);

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "kernel/kernel.h"
+#include "wasm/jail.h" /* the hidden `spore __wasm-jail` (runners.md §4) */
 
 #ifndef SPORE_VERSION
 #define SPORE_VERSION "0.0.0"
@@ -58,6 +59,11 @@ int main(int argc, char **argv)
         fputs(USAGE, argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_USAGE : EXIT_OK;
     }
+    /* ---- internal: a jailed WebAssembly runner call, never listed in --help ---- */
+    if (strcmp(argv[1], SP_JAIL_SUBCOMMAND) == 0)
+        return argc == 2 ? sp_jail_child_main() : EXIT_USAGE;
+    sp_jail_use_self(); /* this binary serves the jail of its runner calls */
+    /* ---- end internal ---- */
     if (strcmp(argv[1], "--version") == 0) {
         const sp_kernel_descriptor *d = sp_kernel_describe();
         printf("spore %s (kernel semantics %s, %s, %s)\n", SPORE_VERSION, d->semantics_version,

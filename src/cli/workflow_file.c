@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "json/json.h"
@@ -41,4 +42,19 @@ json_t *sp_workflow_file_read(const char *path, sp_error *err)
 json_t *sp_json_argument(const char *what, const char *text, sp_error *err)
 {
     return parse_named(what, text, strlen(text), err);
+}
+
+char *sp_workflow_dir(const char *path)
+{
+    struct stat st;
+    if (strcmp(path, "-") == 0)
+        return strdup(".");
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return strdup(path);
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
 }

@@ -16,6 +16,11 @@
 
 json_t *sp_workflow_file_read(const char *path, sp_error *err);
 
+/* The folder a workflow file's relative paths (runner modules, grants) are
+ * read from: the file's directory, or the path itself when it is a folder
+ * ("." for standard input). malloc'd; NULL when out of memory. */
+char *sp_workflow_dir(const char *path);
+
 /* Parse a JSON argument (--input, --data, --output): json.invalid or canonical.*. */
 json_t *sp_json_argument(const char *what, const char *text, sp_error *err);
 

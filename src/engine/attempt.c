@@ -320,6 +320,8 @@ static void execute(inflight *a, runner_job *job, const sp_runner *runner)
     bool has_token = json_object_get(a->action, "async") &&
                      engine_token_make(e, &c->attempt, token, sizeof token, &err) == 0;
     sp_error_clear(&err);
+    engine_artifacts arts; /* component runners: blobs, secret, audit (artifacts.c) */
+    engine_artifacts_init(e, &c->attempt, &arts);
     job->runner = runner;
     job->ctx = (sp_runner_ctx){.tenant = c->attempt.key.tenant,
                                .run_id = c->attempt.key.run_id,
@@ -335,7 +337,8 @@ static void execute(inflight *a, runner_job *job, const sp_runner *runner)
                                .token = has_token ? token : NULL,
                                .store_location = sp_store_location(e->store),
                                .progress = on_progress, /* agent events */
-                               .progress_ctx = job};
+                               .progress_ctx = job,
+                               .artifacts = &arts.api};
     run_with_heartbeats(a, job);
 }
 

@@ -14,6 +14,7 @@
 #include "engine/internal.h"
 #include "engine/validate.h"
 #include "json/json.h"
+#include "runners/component_seal.h"
 
 static bool key_char_ok(char c)
 {
@@ -115,8 +116,28 @@ static int create(sp_engine *e, const sp_validated *v, const json_t *input, sp_r
     return -1;
 }
 
+/* Sealed runner bytes into the store's blob table before the run exists. */
+static int put_blobs(sp_engine *e, const sp_seal_set *blobs, sp_error *err)
+{
+    for (size_t i = 0; i < blobs->n; i++) {
+        sp_store_rc rc;
+        ENGINE_RETRY(rc, err, sp_store_put_blob(e->store, blobs->items[i].digest,
+                                                blobs->items[i].bytes, blobs->items[i].len, err));
+        if (rc != SP_STORE_OK)
+            return -1;
+    }
+    return 0;
+}
+
 int sp_engine_start(sp_engine *e, const json_t *workflow, const json_t *input,
                     const char *start_key, sp_start_result *out, sp_error *err)
+{
+    return sp_engine_start_at(e, workflow, NULL, input, start_key, out, err);
+}
+
+int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflow_dir,
+                       const json_t *input, const char *start_key, sp_start_result *out,
+                       sp_error *err)
 {
     memset(out, 0, sizeof *out);
     json_t *empty = json_object();
@@ -144,10 +165,16 @@ int sp_engine_start(sp_engine *e, const json_t *workflow, const json_t *input,
         new_run_id(e, key.run_id);
     }
     sp_validated v;
-    if (sp_validate_workflow(workflow, input, key.run_id, &v, err))
+    sp_seal_set blobs = {0};
+    sp_validate_opts opts = {workflow_dir, true, &blobs};
+    if (sp_validate_workflow(workflow, input, key.run_id, &opts, &v, err)) {
+        sp_seal_set_free(&blobs);
         goto fail;
+    }
     int rc = found ? reuse(e, &key, v.package_digest, out, err)
-                   : create(e, &v, input, &key, out, err);
+                   : put_blobs(e, &blobs, err) ? -1
+                                               : create(e, &v, input, &key, out, err);
+    sp_seal_set_free(&blobs);
     sp_validated_free(&v);
     json_decref(empty);
     return rc;

@@ -120,6 +120,14 @@ typedef struct sp_start_result {
 int sp_engine_start(sp_engine *e, const json_t *workflow, const json_t *input,
                     const char *start_key, sp_start_result *out, sp_error *err);
 
+/* The same, with the folder the workflow's runner modules and relative
+ * grants are read from (runners.md §2: sealed into the package, their bytes
+ * put into the store's blob table, each runner instantiated once in the
+ * jail). sp_engine_start reads them relative to the current directory. */
+int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflow_dir,
+                       const json_t *input, const char *start_key, sp_start_result *out,
+                       sp_error *err);
+
 int sp_engine_signal(sp_engine *e, const sp_run_key *key, const char *message_id,
                      const char *name, const char *outcome, const json_t *data,
                      sp_disposition *disposition, sp_error *err);

@@ -1,16 +1,19 @@
 /*
- * held.c - held async steps (engine.md §9): once an async start returned a
- * handle, no worker holds the attempt, but every worker's tick looks after
- * it: a watch per held attempt (outside the activity slots, own limit,
- * stopped on shutdown), a probe at most every probeEveryMs, and at the
- * deadline (or lease) the stop hook before the attempt is expired. The first
- * result from any channel wins (the store fences the rest, which become late
- * evidence).
+ * held.c - held async steps (engine.md §9, and component steps, runners.md):
+ * once an async start returned a handle, no worker holds the attempt, but
+ * every worker's tick looks after it: a watch per held attempt (outside
+ * the activity slots, own limit, stopped on shutdown), a probe at most
+ * every probeEveryMs, and at the deadline (or lease) the stop hook before
+ * the attempt is expired. The first result from any channel wins (the store
+ * fences the rest, which become late evidence). A component runner's probe
+ * may answer the step's result itself, which finishes the attempt like a
+ * watch result.
  *
  * Must never block the tick (hooks run in their own threads), expire a held
  * attempt on anything but an explicit `dead`, its deadline or its lease, or
  * start a second watch of one attempt in this engine.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,7 +94,8 @@ static sp_runner_ctx hook_ctx(held_job *j)
                            .attempt = j->attempt_number,
                            .base_dir = j->engine->base_dir,
                            .stop = &j->stop,
-                           .natives = j->engine->cfg.natives};
+                           .natives = j->engine->cfg.natives,
+                           .artifacts = &j->arts.api};
 }
 
 static void finish_with(held_job *j, const sp_activity_output *out)
@@ -163,7 +167,17 @@ static bool stopping(sp_engine *e, const sp_attempt_ref *ref)
  * or a stop job is ending it with the deadline's reason. */
 static void probe(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx)
 {
-    if (sp_hook_probe(ctx, spec, j->handle) != SP_HOLDER_DEAD || stopping(j->engine, &j->attempt))
+    sp_activity_output out;
+    bool finished = false;
+    sp_holder_state state =
+        sp_hook_probe_result(ctx, spec, j->action_id, j->action, j->handle, &out, &finished);
+    if (finished) { /* a component runner's probe returned the step's result */
+        if (!sp_stop_fired(&j->stop) && !stopping(j->engine, &j->attempt))
+            finish_with(j, &out);
+        sp_activity_output_free(&out);
+        return;
+    }
+    if (state != SP_HOLDER_DEAD || stopping(j->engine, &j->attempt))
         return;
     if (!sp_hook_can_watch(spec)) {
         expire_now(j, SP_EXPIRE_PROBE_DEAD);
@@ -231,6 +245,7 @@ static void start_job(sp_engine *e, held_job_kind kind, const sp_attempt_ref *re
     j->action = json_deep_copy(action);
     j->handle = json_deep_copy(handle);
     j->reason = reason;
+    engine_artifacts_init(e, ref, &j->arts);
     if (!j->action || !j->handle || pthread_create(&j->thread, NULL, job_main, j) != 0) {
         free_job(j);
         return;
@@ -296,7 +311,8 @@ static bool load_action(sp_engine *e, const char *package_digest, const char *ac
     const sp_workflow *wf = engine_workflow(e, package_digest, &err);
     const sp_action *a = wf ? sp_workflow_action(wf, action_id) : NULL;
     char why[256];
-    bool ok = a && kind_is(a->raw, "command") && !sp_action_unservable(a->raw, why, sizeof why) &&
+    bool ok = a && (kind_is(a->raw, "command") || kind_is(a->raw, "component")) &&
+              !sp_action_unservable(a->raw, why, sizeof why) &&
               sp_async_spec_parse(action_id, a->raw, SP_ASYNC_COMMAND, &out->spec, &err) == 0;
     sp_error_clear(&err);
     out->action = ok ? a->raw : NULL;
@@ -448,7 +464,7 @@ bool engine_hook_now(sp_engine *e, const sp_run_key *key, const sp_invocation_vi
 {
     sp_async_spec spec;
     sp_error err = {0};
-    if (!v->holder || !kind_is(a->raw, "command") ||
+    if (!v->holder || !(kind_is(a->raw, "command") || kind_is(a->raw, "component")) ||
         sp_async_spec_parse(a->id, a->raw, SP_ASYNC_COMMAND, &spec, &err)) {
         sp_error_clear(&err);
         return false;
@@ -458,7 +474,14 @@ bool engine_hook_now(sp_engine *e, const sp_run_key *key, const sp_invocation_vi
                                                           : sp_hook_can_stop(&spec, handle));
     sp_stop_signal never;
     if (possible && sp_stop_init(&never, &err) == 0) {
-        sp_runner_ctx ctx = {.tenant = key->tenant,
+        sp_attempt_ref ref = {.key = *key, .fence = v->fence};
+        snprintf(ref.invocation_id, sizeof ref.invocation_id, "%s", v->invocation_id);
+        snprintf(ref.attempt_id, sizeof ref.attempt_id, "%s", v->attempt_id);
+        snprintf(ref.owner, sizeof ref.owner, "%s", v->owner ? v->owner : "");
+        engine_artifacts arts;
+        engine_artifacts_init(e, &ref, &arts);
+        sp_runner_ctx ctx = {.artifacts = &arts.api,
+                             .tenant = key->tenant,
                              .run_id = key->run_id,
                              .node_id = v->node_id,
                              .action_id = v->action_id,

@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "kernel/workflow.h"
+#include "runners/artifacts.h"
 #include "runners/pid_handle.h"
 #include "runners/runner.h"
 
@@ -40,6 +41,17 @@ typedef struct package_entry {
     uint64_t used;   /* LRU stamp */
 } package_entry;
 
+/* ---- component runners: what they get from the store (artifacts.c) ---- */
+typedef struct engine_artifacts {
+    sp_artifacts api; /* api.ctx = this */
+    struct sp_engine *e;
+    sp_attempt_ref ref; /* the attempt audit entries are kept for */
+    bool has_ref;
+} engine_artifacts;
+
+void engine_artifacts_init(struct sp_engine *e, const sp_attempt_ref *ref, engine_artifacts *out);
+/* ---- end component runners ---- */
+
 /* A hook running for a held attempt (held.c). */
 typedef enum held_job_kind { HELD_WATCH, HELD_PROBE, HELD_STOP } held_job_kind;
 
@@ -57,6 +69,7 @@ typedef struct held_job {
     pthread_t thread;
     sp_stop_signal stop;
     bool done; /* under engine->mu */
+    engine_artifacts arts; /* component runners' store access */
 } held_job;
 
 /* What this engine did for one held attempt (held.c). */
@@ -195,6 +208,8 @@ bool engine_same_key(const sp_run_key *a, const sp_run_key *b);
 #define SP_TOKEN_MAX SP_STEP_TOKEN_MAX
 int engine_token_make(sp_engine *e, const sp_attempt_ref *ref, char *out, size_t n, sp_error *err);
 int engine_token_parse(sp_engine *e, const char *token, sp_attempt_ref *ref, sp_error *err);
+/* The store's secret (cached), for step tokens and sealed process handles. */
+int engine_secret(sp_engine *e, unsigned char key[32], sp_error *err);
 
 /* engine.c helpers used by several modules */
 void engine_wait(sp_engine *e, uint64_t timeout_ms);

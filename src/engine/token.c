@@ -16,13 +16,12 @@
  * compare), or put the secret anywhere but the HMAC key.
  */
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base64.h"
+#include "digest/hmac.h"
 #include "engine/internal.h"
 #include "json/decimal.h"
 #include "json/json.h"
@@ -30,7 +29,7 @@
 #define TOKEN_PREFIX "spt1."
 #define MAC_HEX 32
 
-static int secret(sp_engine *e, unsigned char key[32], sp_error *err)
+int engine_secret(sp_engine *e, unsigned char key[32], sp_error *err)
 {
     pthread_mutex_lock(&e->mu);
     bool have = e->has_secret;
@@ -51,16 +50,13 @@ static int secret(sp_engine *e, unsigned char key[32], sp_error *err)
 static void mac_hex(const unsigned char key[32], const char *payload, size_t len,
                     char out[MAC_HEX + 1])
 {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    HMAC(EVP_sha256(), key, 32, (const unsigned char *)payload, len, mac, &n);
-    sp_hex(mac, MAC_HEX / 2, out);
+    sp_hmac_sha256_hex(key, 32, payload, len, MAC_HEX, out);
 }
 
 int engine_token_make(sp_engine *e, const sp_attempt_ref *ref, char *out, size_t n, sp_error *err)
 {
     unsigned char key[32];
-    if (secret(e, key, err))
+    if (engine_secret(e, key, err))
         return -1;
     json_t *v = json_pack("[s,s,s,s,s,o]", ref->key.tenant, ref->key.run_id, ref->invocation_id,
                           ref->attempt_id, ref->owner, sp_decimal_json(ref->fence));
@@ -134,13 +130,13 @@ int engine_token_parse(sp_engine *e, const char *token, sp_attempt_ref *ref, sp_
     }
     unsigned char key[32];
     char mac[MAC_HEX + 1];
-    if (secret(e, key, err)) {
+    if (engine_secret(e, key, err)) {
         free(payload);
         return -1;
     }
     mac_hex(key, (const char *)payload, len, mac);
     OPENSSL_cleanse(key, sizeof key);
-    int rc = CRYPTO_memcmp(mac, dot + 1, MAC_HEX) == 0
+    int rc = sp_mac_equal(mac, dot + 1, MAC_HEX)
                  ? decode_ref((const char *)payload, len, ref, err)
                  : invalid(err);
     free(payload);

@@ -8,6 +8,7 @@
 
 #include "json/json.h"
 #include "kernel/workflow.h"
+#include "runners/component_seal.h"
 #include "runners/registry.h"
 
 #define VALIDATE_RUN_ID "run_00000000000000000000000000000000"
@@ -86,17 +87,40 @@ static int dry_run(const sp_validated *v, const json_t *input, const char *run_i
     return sp_fail(err, f.code, "%s (%s)", f.details, f.kind);
 }
 
+/* runners.md §6: every action's kind first (check_actions), then each
+ * runner's grants, module and world, sealed into a copy of the document. */
+static json_t *built(const json_t *doc, const sp_validate_opts *opts, sp_error *err)
+{
+    if (check_actions(doc, err))
+        return NULL;
+    json_t *copy = json_deep_copy(doc);
+    if (!copy) {
+        sp_oom(err);
+        return NULL;
+    }
+    if (sp_component_seal_workflow(copy, opts ? opts->workflow_dir : NULL,
+                                   opts ? opts->blobs : NULL, opts && opts->trial, err)) {
+        json_decref(copy);
+        return NULL;
+    }
+    return copy;
+}
+
 int sp_validate_workflow(const json_t *doc, const json_t *input, const char *run_id,
-                         sp_validated *out, sp_error *err)
+                         const sp_validate_opts *opts, sp_validated *out, sp_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->package = sp_json_encode_alloc(doc, &out->package_len, err);
+    json_t *package = built(doc, opts, err);
+    if (!package)
+        return -1;
+    out->package = sp_json_encode_alloc(package, &out->package_len, err);
+    json_decref(package);
     if (!out->package)
         return -1;
     sp_digest_one("package", out->package, out->package_len, out->package_digest);
     out->nnodes = json_object_size(json_object_get(doc, "nodes"));
     out->nactions = json_object_size(json_object_get(doc, "actions"));
-    if (check_actions(doc, err) || dry_run(out, input, run_id, err)) {
+    if (dry_run(out, input, run_id, err)) {
         sp_validated_free(out);
         return -1;
     }

@@ -5,9 +5,12 @@
  */
 #include "runners/async_spec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "json/decimal.h"
+#include "runners/component_spec.h"
+#include "runners/registry.h"
 
 static int invalid(sp_error *err, const char *id, const char *what)
 {
@@ -45,11 +48,23 @@ static int parse_hook(const char *id, const json_t *v, const char *name, sp_hook
                        "action %s: async.%s is {\"command\": {...}} or {\"component\": {...}}", id,
                        name);
     if (component) {
+        char where[300];
+        snprintf(where, sizeof where, "action %s: async.%s", id, name);
+        if (strcmp(name, "watch") == 0)
+            return sp_fail(err, "action.invalid",
+                           "%s: a watch cannot be a component (runners have no watch export)",
+                           where);
+        if (!sp_runner_find("component"))
+            return sp_fail(err, "action.capability-missing",
+                           "%s in component form needs the component runner, which this spore "
+                           "does not offer (see spore capabilities)", where);
+        sp_component_spec spec;
+        if (sp_component_spec_parse(where, component, true, &spec, err))
+            return -1;
+        sp_component_spec_free(&spec);
         hook->form = SP_HOOK_COMPONENT;
         hook->component = component;
-        return sp_fail(err, "action.capability-missing",
-                       "action %s: async.%s in component form needs the component runner, which "
-                       "this spore does not have (see spore capabilities)", id, name);
+        return 0;
     }
     hook->form = SP_HOOK_COMMAND;
     return sp_command_hook_parse(id, command, &hook->command, err);
@@ -61,15 +76,26 @@ int sp_async_spec_parse(const char *id, const json_t *action, sp_async_owner own
     static const char *const command_members[] = {"timeoutMs", "leaseMs", "probeEveryMs", "probe",
                                                   "watch",     "stop",    NULL};
     static const char *const external_members[] = {"timeoutMs", "leaseMs", NULL};
+    static const char *const component_members[] = {"timeoutMs", "probeEveryMs", "probe",
+                                                     "watch",     "stop",         NULL};
+    const json_t *kind = json_object_get(action, "kind");
+    if (owner == SP_ASYNC_COMMAND && json_is_string(kind) &&
+        strcmp(json_string_value(kind), "component") == 0)
+        owner = SP_ASYNC_COMPONENT;
     memset(out, 0, sizeof *out);
     out->timeout_ms = SP_ASYNC_TIMEOUT_DEFAULT_MS;
-    out->probe_every_ms = SP_ASYNC_PROBE_EVERY_DEFAULT_MS;
+    out->probe_every_ms = owner == SP_ASYNC_COMPONENT ? SP_COMPONENT_PROBE_EVERY_DEFAULT_MS
+                                                      : SP_ASYNC_PROBE_EVERY_DEFAULT_MS;
+    if (owner == SP_ASYNC_COMPONENT)
+        out->runner = action;
     const json_t *a = json_object_get(action, "async");
     if (!a)
         return 0;
     if (!json_is_object(a))
         return invalid(err, id, "must be an object");
-    const char *const *members = owner == SP_ASYNC_EXTERNAL ? external_members : command_members;
+    const char *const *members = owner == SP_ASYNC_EXTERNAL    ? external_members
+                                 : owner == SP_ASYNC_COMPONENT ? component_members
+                                                               : command_members;
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)a, key, v)
@@ -100,6 +126,7 @@ int sp_async_spec_parse(const char *id, const json_t *action, sp_async_owner own
 
 void sp_async_spec_free(sp_async_spec *spec)
 {
+    /* component hooks borrow the action's JSON: nothing to free */
     sp_command_spec_free(&spec->probe.command);
     sp_command_spec_free(&spec->watch.command);
     sp_command_spec_free(&spec->stop.command);

@@ -4,9 +4,14 @@
  * probe / watch / stop hooks in command form ({"command": {...}}) or
  * component form ({"component": {...}}, runners.md).
  *
- * What it must never do: accept a hook form this build cannot run without
- * saying so (component hooks are `action.capability-missing` until the
- * component runner exists), or a lease that is not shorter than the deadline.
+ * Component actions (runners.md §1) have an `async` object too: timeoutMs,
+ * probeEveryMs (default 10 s) and command-form hooks that replace the
+ * runner's own export for that operation. A {"component": ...} hook names a
+ * runner whose probe / stop export serves the hook (a watch cannot be a
+ * component: runners have no watch export).
+ *
+ * What it must never do: accept a hook form this build cannot run, or a
+ * lease that is not shorter than the deadline.
  */
 #ifndef SPORE_RUNNERS_ASYNC_SPEC_H
 #define SPORE_RUNNERS_ASYNC_SPEC_H
@@ -30,7 +35,9 @@ typedef struct sp_hook {
     const json_t *component;  /* SP_HOOK_COMPONENT (borrowed) */
 } sp_hook;
 
-typedef enum sp_async_owner { SP_ASYNC_COMMAND, SP_ASYNC_EXTERNAL } sp_async_owner;
+/* SP_ASYNC_COMMAND means "an async action a worker runs": for an action of
+ * kind "component" it is read as SP_ASYNC_COMPONENT. */
+typedef enum sp_async_owner { SP_ASYNC_COMMAND, SP_ASYNC_EXTERNAL, SP_ASYNC_COMPONENT } sp_async_owner;
 
 typedef struct sp_async_spec {
     uint64_t timeout_ms; /* hard deadline, from the moment the step is held */
@@ -38,6 +45,9 @@ typedef struct sp_async_spec {
     uint64_t lease_ms;       /* the holder renews within this (step renew) */
     uint64_t probe_every_ms; /* how often a worker probes a held attempt */
     sp_hook probe, watch, stop;
+    /* SP_ASYNC_COMPONENT: the component action itself, whose exports serve
+     * probe and stop when no command hook replaces them (borrowed). */
+    const json_t *runner;
 } sp_async_spec;
 
 /* Parse action.async (absent -> the defaults, no hooks). External actions

@@ -13,6 +13,7 @@
 
 #include "runners/registry.h"
 #include "store/store.h"
+#include "wasm/world.h"
 
 static json_t *string_list(const char *const *items)
 {
@@ -68,9 +69,13 @@ json_t *sp_capabilities_json(void)
 {
     static const char *const channels[] = {"store", "watch", NULL};
     static const char *const none[] = {NULL};
+    static const char *const worlds[] = {SP_WORLD_NAME, NULL};
+    static const char *const grants[] = {"programs", "sockets", "folders", NULL};
+    bool component = sp_runner_find("component") != NULL;
     return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "actionKinds", kinds(false),
                      "asyncKinds", kinds(true), "resultChannels", string_list(channels),
-                     "componentWorlds", string_list(none), "grantKinds", string_list(none),
+                     "componentWorlds", string_list(component ? worlds : none), "grantKinds",
+                     string_list(component ? grants : none),
                      "agentTransports", string_list(none), "sandbox", sandbox(), "storeAdapters",
                      string_list(sp_store_adapters()));
 }

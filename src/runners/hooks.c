@@ -8,21 +8,36 @@
 #include <string.h>
 
 #include "json/json.h"
+#include "runners/component.h"
 #include "runners/process.h"
 
 #define HOOK_STDOUT_MAX (64 * 1024)
 #define STOP_GRACE_MS 5000
 
+/* The runner serving an operation in component form, or NULL: a
+ * {"component": ...} hook, else (no command hook) the component action. */
+static const json_t *runner_for(const sp_async_spec *spec, const sp_hook *hook, bool *is_hook)
+{
+    *is_hook = hook->form == SP_HOOK_COMPONENT;
+    if (hook->form == SP_HOOK_COMPONENT)
+        return hook->component;
+    return hook->form == SP_HOOK_NONE ? spec->runner : NULL;
+}
+
 bool sp_hook_can_probe(const sp_async_spec *spec, const json_t *handle)
 {
-    return spec->probe.form == SP_HOOK_COMMAND || sp_pid_handle_is(handle);
+    bool is_hook;
+    return spec->probe.form == SP_HOOK_COMMAND || runner_for(spec, &spec->probe, &is_hook) ||
+           sp_pid_handle_is(handle);
 }
 
 bool sp_hook_can_watch(const sp_async_spec *spec) { return spec->watch.form == SP_HOOK_COMMAND; }
 
 bool sp_hook_can_stop(const sp_async_spec *spec, const json_t *handle)
 {
-    return spec->stop.form == SP_HOOK_COMMAND || sp_pid_handle_is(handle);
+    bool is_hook;
+    return spec->stop.form == SP_HOOK_COMMAND || runner_for(spec, &spec->stop, &is_hook) ||
+           sp_pid_handle_is(handle);
 }
 
 /* Run `hook` with the handle on stdin; the parsed stdout on exit 0, else NULL. */
@@ -44,9 +59,17 @@ static json_t *run_hook(const sp_runner_ctx *ctx, const sp_hook *hook, const jso
     return doc;
 }
 
-sp_holder_state sp_hook_probe(const sp_runner_ctx *ctx, const sp_async_spec *spec,
-                              const json_t *handle)
+sp_holder_state sp_hook_probe_result(const sp_runner_ctx *ctx, const sp_async_spec *spec,
+                                     const char *action_id, const json_t *action,
+                                     const json_t *handle, sp_activity_output *out,
+                                     bool *finished)
 {
+    *finished = false;
+    memset(out, 0, sizeof *out);
+    bool is_hook;
+    const json_t *runner = runner_for(spec, &spec->probe, &is_hook);
+    if (runner)
+        return sp_component_probe(ctx, action_id, action, runner, is_hook, handle, out, finished);
     if (spec->probe.form != SP_HOOK_COMMAND)
         return sp_pid_handle_is(handle) ? sp_pid_handle_probe(handle) : SP_HOLDER_UNKNOWN;
     json_t *doc = run_hook(ctx, &spec->probe, handle, SP_HOOK_TIMEOUT_DEFAULT_MS);
@@ -59,6 +82,22 @@ sp_holder_state sp_hook_probe(const sp_runner_ctx *ctx, const sp_async_spec *spe
             s = SP_HOLDER_DEAD;
     }
     json_decref(doc);
+    return s;
+}
+
+/* A finished result is left to the periodic probe (sp_hook_probe_result):
+ * here it reads as unknown, so no caller decides on it. */
+sp_holder_state sp_hook_probe(const sp_runner_ctx *ctx, const sp_async_spec *spec,
+                              const json_t *handle)
+{
+    sp_activity_output out;
+    bool finished = false;
+    sp_holder_state s = sp_hook_probe_result(ctx, spec, ctx->action_id ? ctx->action_id : "",
+                                             spec->runner, handle, &out, &finished);
+    if (finished) {
+        sp_activity_output_free(&out);
+        return SP_HOLDER_UNKNOWN;
+    }
     return s;
 }
 
@@ -81,6 +120,11 @@ bool sp_hook_watch(const sp_runner_ctx *ctx, const sp_async_spec *spec, const ch
 
 bool sp_hook_stop(const sp_runner_ctx *ctx, const sp_async_spec *spec, const json_t *handle)
 {
+    bool is_hook;
+    const json_t *runner = runner_for(spec, &spec->stop, &is_hook);
+    if (runner)
+        return sp_component_stop(ctx, ctx->action_id ? ctx->action_id : "", runner, is_hook,
+                                 handle);
     if (spec->stop.form != SP_HOOK_COMMAND)
         return sp_pid_handle_is(handle) && sp_pid_handle_stop(handle, STOP_GRACE_MS);
     char *input = sp_json_encode_alloc(handle, NULL, NULL);

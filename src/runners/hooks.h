@@ -12,6 +12,11 @@
  *   means the watch lost sight of the job, and the attempt stays held.
  * - stop: exit 0 means stopped; default timeout 10 s.
  *
+ * Component runners (runners.md): a probe or stop hook in component form,
+ * or - for a component action - no command hook at all, calls the runner's
+ * spore_probe / spore_stop export (runners/component.h). Such a probe may
+ * also answer a finished result, which ends the attempt.
+ *
  * What it must never do: turn an unclear probe into `dead` (only an explicit
  * dead frees a step early), or report a watch result that is not one of the
  * two result shapes.
@@ -33,6 +38,13 @@ bool sp_hook_can_stop(const sp_async_spec *spec, const json_t *handle);
 
 sp_holder_state sp_hook_probe(const sp_runner_ctx *ctx, const sp_async_spec *spec,
                               const json_t *handle);
+
+/* The same, and a component runner's finished result: *finished set with
+ * `out` filled (the step's result, or its failure). */
+sp_holder_state sp_hook_probe_result(const sp_runner_ctx *ctx, const sp_async_spec *spec,
+                                     const char *action_id, const json_t *action,
+                                     const json_t *handle, sp_activity_output *out,
+                                     bool *finished);
 
 /* True with `out` filled when the watch delivered a result; false when it
  * lost sight of the job (or was stopped). */

@@ -11,6 +11,7 @@
 
 #include "runners/agent.h" /* the agent kind (agent-step.md) */
 #include "runners/command_spec.h"
+#include "runners/component.h" /* the component kind (runners.md) */
 
 static int validate_command(const char *id, const json_t *action, sp_error *err)
 {
@@ -49,9 +50,10 @@ static const sp_runner RUNNERS[] = {
     {"native", validate_native, sp_native_run, false, false},
     {"external", sp_external_validate, sp_external_run, true, true},
     {"agent", sp_agent_validate, sp_agent_run, false, false}, /* runners/agent.c */
+    {"component", sp_component_validate, sp_component_run, false, true}, /* runners/component.c */
 };
 
-static const char *const KINDS[] = {"command", "native", "external", "agent", NULL};
+static const char *const KINDS[] = {"command", "native", "external", "agent", "component", NULL};
 
 /* SPORE_DISABLED_KINDS=kind,kind: this host declines those kinds, exactly
  * as if it had no runner for them (a host without a GPU, say, or tests of
@@ -96,12 +98,14 @@ const char *const *sp_runner_kinds(void)
     return ENABLED;
 }
 
+/* A {"component": ...} hook needs the component runner on this host. */
 static const char *hook_unservable(const json_t *hook, const char *name, char *why, size_t n)
 {
-    if (!json_is_object(hook) || !json_object_get(hook, "component"))
+    if (!json_is_object(hook) || !json_object_get(hook, "component") ||
+        sp_runner_find("component"))
         return NULL;
     snprintf(why, n, "async.%s in component form needs the component runner, which this spore "
-             "does not have", name);
+             "does not offer (see spore capabilities)", name);
     return why;
 }
 

@@ -36,7 +36,9 @@ expect_json '(.actionKinds | index("command") and index("external") and index("n
   and (.sandbox | has("bubblewrap") and has("seccomp") and has("userNamespaces") and has("landlockAbi"))
   and (.storeAdapters | index("sqlite"))' "capabilities shape"
 workflow "$tmp/component.json" idempotent 1 1 60000 ', "probe": {"component": {"module": "x.wasm"}}'
-expect_error 2 action.capability-missing "a component hook this host cannot run" -- validate "$tmp/component.json"
+SPORE_DISABLED_KINDS=component expect_error 2 action.capability-missing \
+  "a component hook this host cannot run" -- validate "$tmp/component.json"
+expect_error 2 component.invalid-module "a component hook whose module is missing" -- validate "$tmp/component.json"
 workflow "$tmp/badlease.json" idempotent 1 1 1000 ', "leaseMs": "1000"'
 expect_error 2 action.invalid "leaseMs not shorter than timeoutMs" -- validate "$tmp/badlease.json"
 

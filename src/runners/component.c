@@ -1,0 +1,422 @@
+/*
+ * component.c - the component runner: one runner call through the jail and
+ * the host, and the mapping of how it ended (see component.h).
+ */
+#include "runners/component.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/failpoint.h"
+#include "base/utf8.h"
+#include "json/json.h"
+#include "runners/async_spec.h"
+#include "runners/command_spec.h"
+#include "runners/component_cache.h"
+#include "runners/component_host.h"
+#include "runners/component_spec.h"
+#include "wasm/jail.h"
+#include "wasm/protocol.h"
+#include "wasm/world.h"
+
+#define MESSAGE_MAX 1000
+
+int sp_component_validate(const char *action_id, const json_t *action, sp_error *err)
+{
+    char where[300];
+    snprintf(where, sizeof where, "action %s", action_id);
+    sp_component_spec spec;
+    if (sp_component_spec_parse(where, action, false, &spec, err))
+        return -1;
+    sp_component_spec_free(&spec);
+    sp_async_spec async;
+    if (sp_async_spec_parse(action_id, action, SP_ASYNC_COMPONENT, &async, err))
+        return -1;
+    sp_async_spec_free(&async);
+    return 0;
+}
+
+/* ---- the trial instantiation ---- */
+
+static int no_import(void *ctx, int import, const char *request, size_t len, uint32_t cap,
+                     uint64_t deadline_ms, int32_t *status, char **reply, size_t *reply_len)
+{
+    *status = -3;
+    *reply = NULL;
+    *reply_len = 0;
+    return 0;
+}
+
+/* ---- one call ---- */
+
+typedef enum call_end {
+    END_RESPONSE,    /* doc */
+    END_NOT_GRANTED, /* grant, value */
+    END_ARTIFACT,    /* message */
+    END_TRAP,
+    END_TIMEOUT,
+    END_STOPPED,
+    END_BAD,
+    END_SPAWN,
+} call_end;
+
+typedef struct call {
+    call_end end;
+    json_t *doc;
+    char grant[16];
+    char *value;
+    char message[600];
+    uint64_t timeout_ms;
+} call;
+
+static void call_free(call *c)
+{
+    json_decref(c->doc);
+    free(c->value);
+}
+
+static void set_message(call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_message(call *c, const char *fmt, ...)
+{
+    char raw[sizeof c->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    sp_utf8_clean(c->message, sizeof c->message, raw);
+}
+
+static void map_jail(call *c, sp_host *h, sp_jail_result *r)
+{
+    switch (r->end) {
+    case SP_JAIL_DONE: {
+        sp_error err = {0};
+        c->doc = sp_json_parse(r->response, r->response_len, &err);
+        if (!json_is_object(c->doc)) {
+            c->end = END_BAD;
+            set_message(c, "the response is not a JSON object%s%s", err.message[0] ? ": " : "",
+                        err.message);
+        } else {
+            c->end = END_RESPONSE;
+        }
+        sp_error_clear(&err);
+        break;
+    }
+    case SP_JAIL_HOST_ENDED:
+        if (h->not_granted) {
+            c->end = END_NOT_GRANTED;
+            snprintf(c->grant, sizeof c->grant, "%s", sp_grant_kind_name(h->grant));
+            c->value = h->value;
+            h->value = NULL;
+        } else {
+            c->end = END_ARTIFACT;
+            set_message(c, "%s", h->artifact_message);
+        }
+        break;
+    case SP_JAIL_TIMEOUT: c->end = END_TIMEOUT; set_message(c, "%s", r->message); break;
+    case SP_JAIL_STOPPED: c->end = END_STOPPED; set_message(c, "%s", r->message); break;
+    case SP_JAIL_BAD_RESPONSE: c->end = END_BAD; set_message(c, "%s", r->message); break;
+    case SP_JAIL_LOAD_ERROR:
+        c->end = END_ARTIFACT;
+        set_message(c, "the sealed module does not load: %s", r->message);
+        break;
+    case SP_JAIL_SPAWN_FAILED: c->end = END_SPAWN; set_message(c, "%s", r->message); break;
+    case SP_JAIL_READY:
+    case SP_JAIL_TRAP:
+    case SP_JAIL_CRASHED:
+    default: c->end = END_TRAP; set_message(c, "%s", r->message); break;
+    }
+}
+
+/* Run `export` of `runner` with `request` (taken). */
+static void run_call(const sp_runner_ctx *ctx, const char *where, const json_t *runner,
+                     bool hook, const char *export, json_t *request, call *c)
+{
+    memset(c, 0, sizeof *c);
+    sp_error err = {0};
+    sp_component_spec spec;
+    if (sp_component_spec_parse(where, runner, hook, &spec, &err)) {
+        c->end = END_ARTIFACT;
+        set_message(c, "%s", err.message);
+        sp_error_clear(&err);
+        json_decref(request);
+        return;
+    }
+    c->timeout_ms = spec.call_timeout_ms;
+    const char *digest = json_string_value(json_object_get(spec.sealed, spec.module));
+    void *module = NULL;
+    size_t module_len = 0;
+    char *bytes = NULL;
+    size_t len = 0;
+    if (!digest) {
+        c->end = END_ARTIFACT;
+        set_message(c, "%s: module %s is not sealed in the package", where, spec.module);
+    } else if (sp_cache_fetch(ctx->artifacts, digest, &module, &module_len, &err)) {
+        c->end = END_ARTIFACT;
+        set_message(c, "%s: %s", where, err.message);
+    } else if (!(bytes = sp_json_encode_alloc(request, &len, &err))) {
+        c->end = END_BAD;
+        set_message(c, "%s: the request cannot be encoded: %s", where, err.message);
+    } else {
+        sp_host h;
+        sp_host_init(&h, ctx, &spec);
+        sp_jail_host jh = sp_host_jail(&h);
+        sp_jail_call jc = {module, module_len, false, export, bytes, len, spec.call_timeout_ms};
+        sp_jail_result r;
+        sp_jail_run(&jc, &jh, &r);
+        map_jail(c, &h, &r);
+        sp_jail_result_free(&r);
+        sp_host_free(&h);
+    }
+    sp_error_clear(&err);
+    free(bytes);
+    free(module);
+    json_decref(request);
+    sp_component_spec_free(&spec);
+}
+
+/* ---- mapping (runners.md §4) ---- */
+
+static void fail_out(sp_activity_output *out, const char *code, bool retryable, json_t *details,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void fail_out(sp_activity_output *out, const char *code, bool retryable, json_t *details,
+                     const char *fmt, ...)
+{
+    char raw[2048], clean[MESSAGE_MAX + 1];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    sp_utf8_clean(clean, sizeof clean, raw);
+    sp_output_failure(out, code, retryable, details, "%s", clean);
+}
+
+static void unknown_out(sp_activity_output *out, const char *code, json_t *details,
+                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void unknown_out(sp_activity_output *out, const char *code, json_t *details,
+                        const char *fmt, ...)
+{
+    char raw[2048], clean[MESSAGE_MAX + 1];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    sp_utf8_clean(clean, sizeof clean, raw);
+    sp_output_unknown(out, code, details, "%s", clean);
+}
+
+/* The outcomes that are the same for start, probe and stop: true when `c`
+ * ended the step (not-granted, artifact). */
+static bool step_failure(const call *c, const char *action_id, sp_activity_output *out)
+{
+    if (c->end == END_NOT_GRANTED) {
+        fail_out(out, "component.not-granted", false,
+                 json_pack("{s:s,s:s}", "grant", c->grant, "value", c->value ? c->value : ""),
+                 "action %s: the runner asked for %s \"%.300s\", which its grants do not allow",
+                 action_id, c->grant, c->value ? c->value : "");
+        return true;
+    }
+    if (c->end == END_ARTIFACT) {
+        fail_out(out, "component.artifact", false, NULL, "action %s: %s", action_id, c->message);
+        return true;
+    }
+    return false;
+}
+
+static bool declared(const json_t *action, const char *outcome)
+{
+    const json_t *outcomes = json_object_get(action, "outcomes");
+    if (!outcomes)
+        return strcmp(outcome, "ok") == 0;
+    for (size_t i = 0; i < json_array_size(outcomes); i++)
+        if (json_is_string(json_array_get(outcomes, i)) &&
+            strcmp(json_string_value(json_array_get(outcomes, i)), outcome) == 0)
+            return true;
+    return false;
+}
+
+/* {"outcome","output"} or {"error","retryable"}: the activity's result. */
+static bool result_of(const char *action_id, const json_t *action, const json_t *doc,
+                      sp_activity_output *out)
+{
+    if (!sp_command_result_value(doc, out))
+        return false;
+    if (out->kind == SP_OUTPUT_SUCCESS && !declared(action, out->outcome ? out->outcome : "ok")) {
+        char shown[257];
+        sp_utf8_clean(shown, sizeof shown, out->outcome ? out->outcome : "ok");
+        sp_activity_output_free(out);
+        fail_out(out, "component.undeclared-outcome", false, json_pack("{s:s}", "outcome", shown),
+                 "action %s: the runner reported outcome \"%s\", which the action does not "
+                 "declare", action_id, shown);
+    }
+    return true;
+}
+
+static json_t *run_member(const sp_runner_ctx *ctx)
+{
+    return json_pack("{s:s,s:s,s:s,s:I,s:s,s:s?}", "runId", ctx->run_id ? ctx->run_id : "",
+                     "nodeId", ctx->node_id ? ctx->node_id : "", "invocationId",
+                     ctx->invocation_id ? ctx->invocation_id : "", "attempt",
+                     (json_int_t)ctx->attempt, "effectKey", ctx->effect_key ? ctx->effect_key : "",
+                     "traceparent", ctx->traceparent);
+}
+
+static const json_t *config_of(const json_t *runner)
+{
+    const json_t *c = json_object_get(runner, "config");
+    return c ? c : json_null();
+}
+
+static json_t *start_handle(const json_t *doc)
+{
+    const json_t *h = json_object_get(doc, "handle");
+    if (json_object_size(doc) != 1 || !h)
+        return NULL;
+    size_t len = 0;
+    char *text = sp_json_encode_alloc(h, &len, NULL);
+    free(text);
+    return text && len <= SP_COMPONENT_HANDLE_MAX ? json_incref((json_t *)h) : NULL;
+}
+
+void sp_component_start_response(const char *action_id, const json_t *action, const json_t *doc,
+                                 sp_activity_output *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *handle = json_is_object(doc) ? start_handle(doc) : NULL;
+    if (handle)
+        sp_output_held(out, handle);
+    else if (!json_is_object(doc) || !result_of(action_id, action, doc, out))
+        fail_out(out, "component.bad-response", false, NULL,
+                 "action %s: spore_start answered neither {\"handle\"} (at most %d bytes), "
+                 "{\"outcome\",\"output\"} nor {\"error\",\"retryable\"}", action_id,
+                 SP_COMPONENT_HANDLE_MAX);
+}
+
+sp_holder_state sp_component_probe_response(const char *action_id, const json_t *action,
+                                            const json_t *doc, sp_activity_output *out,
+                                            bool *finished)
+{
+    memset(out, 0, sizeof *out);
+    *finished = false;
+    const char *holder = json_string_value(json_object_get(doc, "holder"));
+    if (json_object_size(doc) == 1 && holder)
+        return strcmp(holder, "alive") == 0  ? SP_HOLDER_ALIVE
+               : strcmp(holder, "dead") == 0 ? SP_HOLDER_DEAD
+                                             : SP_HOLDER_UNKNOWN;
+    if (json_is_object(doc) && result_of(action_id, action, doc, out))
+        *finished = true;
+    return SP_HOLDER_UNKNOWN;
+}
+
+int sp_component_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
+                     const json_t *input, sp_activity_output *out)
+{
+    memset(out, 0, sizeof *out);
+    char where[300];
+    snprintf(where, sizeof where, "action %s", action_id);
+    json_t *request = json_pack("{s:O,s:O,s:o}", "input", input ? input : json_null(), "config",
+                                config_of(action), "run", run_member(ctx));
+    call c;
+    run_call(ctx, where, action, false, "spore_start", request, &c);
+    if (step_failure(&c, action_id, out)) {
+        /* done */
+    } else if (c.end == END_RESPONSE) {
+        sp_component_start_response(action_id, action, c.doc, out);
+        if (out->kind == SP_OUTPUT_HELD)
+            sp_failpoint("host.component.after-start");
+    } else if (c.end == END_BAD) {
+        fail_out(out, "component.bad-response", false, NULL, "action %s: %s", action_id,
+                 c.message);
+    } else if (c.end == END_TIMEOUT) {
+        unknown_out(out, "component.timeout",
+                    json_pack("{s:I}", "callTimeoutMs", (json_int_t)c.timeout_ms),
+                    "action %s: spore_start: %s", action_id, c.message);
+    } else if (c.end == END_STOPPED) {
+        unknown_out(out, "component.stopped", NULL, "action %s: %s", action_id, c.message);
+    } else if (c.end == END_SPAWN) {
+        fail_out(out, "component.spawn", true, NULL, "action %s: %s", action_id, c.message);
+    } else {
+        unknown_out(out, "component.trap", json_pack("{s:s}", "trap", c.message),
+                    "action %s: spore_start trapped: %s", action_id, c.message);
+    }
+    call_free(&c);
+    return out->error || out->kind != SP_OUTPUT_FAILURE ? 0 : -1;
+}
+
+sp_holder_state sp_component_probe(const sp_runner_ctx *ctx, const char *action_id,
+                                   const json_t *action, const json_t *runner, bool hook,
+                                   const json_t *handle, sp_activity_output *out, bool *finished)
+{
+    *finished = false;
+    memset(out, 0, sizeof *out);
+    char where[300];
+    snprintf(where, sizeof where, hook ? "action %s: async.probe" : "action %s", action_id);
+    json_t *request = json_pack("{s:O,s:O}", "handle", handle, "config", config_of(runner));
+    call c;
+    run_call(ctx, where, runner, hook, "spore_probe", request, &c);
+    sp_holder_state s = SP_HOLDER_UNKNOWN;
+    if (step_failure(&c, action_id, out)) {
+        *finished = true;
+    } else if (c.end == END_RESPONSE) {
+        s = sp_component_probe_response(action_id, action, c.doc, out, finished);
+    }
+    call_free(&c);
+    return s;
+}
+
+bool sp_component_stop(const sp_runner_ctx *ctx, const char *action_id, const json_t *runner,
+                       bool hook, const json_t *handle)
+{
+    char where[300];
+    snprintf(where, sizeof where, hook ? "action %s: async.stop" : "action %s", action_id);
+    json_t *request = json_pack("{s:O,s:O}", "handle", handle, "config", config_of(runner));
+    call c;
+    run_call(ctx, where, runner, hook, "spore_stop", request, &c);
+    bool stopped = c.end == END_RESPONSE && json_object_size(c.doc) == 1 &&
+                   json_is_true(json_object_get(c.doc, "stopped"));
+    call_free(&c);
+    return stopped;
+}
+
+int sp_component_describe(const char *where, const char *module_name, const void *module,
+                          size_t len, sp_world_module *out, sp_error *err)
+{
+    sp_jail_host jh = {.import = no_import, .stop_fd = -1};
+    sp_jail_call jc = {module, len, true, NULL, NULL, 0, SP_COMPONENT_CALL_TIMEOUT_DEFAULT_MS};
+    sp_jail_result r;
+    sp_jail_run(&jc, &jh, &r);
+    int rc = 0;
+    if (r.end == SP_JAIL_DESCRIBED) {
+        if (sp_world_module_parse(r.response, r.response_len, out))
+            rc = sp_fail(err, "component.jail", "%s: the jail described the module badly", where);
+    } else if (r.end == SP_JAIL_SPAWN_FAILED) {
+        rc = sp_fail(err, "component.jail", "%s: %s", where, r.message);
+    } else {
+        rc = sp_fail_details(err, "component.invalid-module",
+                             json_pack("{s:s,s:s}", "module", module_name, "problem", r.message),
+                             "%s: module \"%.200s\" is not a valid WebAssembly module of the "
+                             "runner world: %s", where, module_name, r.message);
+    }
+    sp_jail_result_free(&r);
+    return rc;
+}
+
+int sp_component_trial(const char *where, const void *module, size_t len, uint64_t timeout_ms,
+                       sp_error *err)
+{
+    sp_jail_host jh = {.import = no_import, .stop_fd = -1};
+    sp_jail_call jc = {module, len, false, NULL, NULL, 0, timeout_ms};
+    sp_jail_result r;
+    sp_jail_run(&jc, &jh, &r);
+    int rc = 0;
+    if (r.end != SP_JAIL_READY)
+        rc = sp_fail_details(err, "component.instantiate",
+                             json_pack("{s:s,s:s}", "end", sp_jail_end_name(r.end), "message",
+                                       r.message),
+                             "%s: the runner cannot be instantiated in the jail (%s): %s", where,
+                             sp_jail_end_name(r.end), r.message);
+    sp_jail_result_free(&r);
+    return rc;
+}
