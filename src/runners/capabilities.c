@@ -6,12 +6,12 @@
 #include "runners/capabilities.h"
 
 #include <linux/landlock.h>
-#include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runners/registry.h"
+#include "sandbox/sandbox.h"
 #include "store/store.h"
 #include "wasm/world.h"
 
@@ -34,18 +34,6 @@ static json_t *kinds(bool async_only)
     return a;
 }
 
-static long read_long(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    long v = -1;
-    if (f) {
-        if (fscanf(f, "%ld", &v) != 1)
-            v = -1;
-        fclose(f);
-    }
-    return v;
-}
-
 static int landlock_abi(void)
 {
 #ifdef SYS_landlock_create_ruleset
@@ -56,13 +44,29 @@ static int landlock_abi(void)
 #endif
 }
 
+/* The sandbox of agent steps, probed by running a trial bubblewrap sandbox
+ * (src/sandbox: what the agent runner itself relies on). */
 static json_t *sandbox(void)
 {
-    long userns = read_long("/proc/sys/user/max_user_namespaces");
-    long unpriv = read_long("/proc/sys/kernel/unprivileged_userns_clone");
-    return json_pack("{s:b,s:b,s:b,s:i}", "bubblewrap", access("/usr/bin/bwrap", X_OK) == 0,
-                     "userNamespaces", userns > 0 && unpriv != 0, "seccomp",
-                     prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0, "landlockAbi", landlock_abi());
+    const sp_sandbox_features *f = sp_sandbox_detect();
+    json_t *out = json_pack("{s:b,s:b,s:b,s:b,s:i}", "bubblewrap", f->bwrap[0] != '\0',
+                            "works", f->works, "userNamespaces", f->user_namespaces, "seccomp",
+                            prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0, "landlockAbi",
+                            landlock_abi());
+    if (out && !f->works && f->problem[0])
+        json_object_set_new(out, "problem", json_string(f->problem));
+    return out;
+}
+
+/* local needs a working sandbox; exec only the command prefix it is given. */
+static json_t *agent_transports(void)
+{
+    static const char *const both[] = {"local", "exec", NULL};
+    static const char *const exec_only[] = {"exec", NULL};
+    static const char *const none[] = {NULL};
+    if (!sp_runner_find("agent"))
+        return string_list(none);
+    return string_list(sp_sandbox_detect()->works ? both : exec_only);
 }
 
 json_t *sp_capabilities_json(void)
@@ -76,6 +80,6 @@ json_t *sp_capabilities_json(void)
                      "asyncKinds", kinds(true), "resultChannels", string_list(channels),
                      "componentWorlds", string_list(component ? worlds : none), "grantKinds",
                      string_list(component ? grants : none),
-                     "agentTransports", string_list(none), "sandbox", sandbox(), "storeAdapters",
+                     "agentTransports", agent_transports(), "sandbox", sandbox(), "storeAdapters",
                      string_list(sp_store_adapters()));
 }

@@ -33,8 +33,12 @@ sp capabilities --json
 expect_rc 0 "capabilities"
 expect_json '(.actionKinds | index("command") and index("external") and index("native"))
   and (.asyncKinds | index("command")) and .resultChannels == ["store","watch"]
-  and (.sandbox | has("bubblewrap") and has("seccomp") and has("userNamespaces") and has("landlockAbi"))
-  and (.storeAdapters | index("sqlite"))' "capabilities shape"
+  and (.sandbox | has("bubblewrap") and has("works") and has("seccomp") and has("userNamespaces")
+       and has("landlockAbi"))
+  and (.agentTransports | index("exec"))
+  and ((.agentTransports | index("local")) != null) == .sandbox.works
+  and .componentWorlds == ["spore:runner@0.1"]
+  and (.storeAdapters | index("sqlite") and index("postgres"))' "capabilities shape"
 workflow "$tmp/component.json" idempotent 1 1 60000 ', "probe": {"component": {"module": "x.wasm"}}'
 SPORE_DISABLED_KINDS=component expect_error 2 action.capability-missing \
   "a component hook this host cannot run" -- validate "$tmp/component.json"
