@@ -10,7 +10,9 @@
 #   4. show the run's events;
 #   5. run examples/agent.json: an agent step in a sandbox, with the scripted
 #      fake provider;
-#   6. replay the golden kernel traces and say where to look next.
+#   6. run examples/runners/detached-job.json: a WebAssembly runner, sealed
+#      into the workflow with its grants, starts a detached job;
+#   7. replay the golden kernel traces and say where to look next.
 set -euo pipefail
 spore=$(realpath "${1:-build/spore}")
 cd "$(dirname "$0")/.."
@@ -51,6 +53,16 @@ step "spore events $run_id"
 step "spore run examples/agent.json   (an agent step: spore-step --provider fake in a bubblewrap sandbox)"
 if ! "$spore" run examples/agent.json; then
   echo "demo: the agent step could not run here (see spore capabilities: it needs bubblewrap)" >&2
+fi
+
+step "spore run examples/runners/detached-job.json   (a WebAssembly runner starts a detached job)"
+runner="$(dirname "$spore")/runners/detached-job.wasm"
+if [ -f "$runner" ]; then
+  cp "$runner" examples/runners/detached-job.wasm
+  "$spore" run examples/runners/detached-job.json ||
+    echo "demo: the component step could not run here (see spore capabilities)" >&2
+else
+  echo "demo: $runner was not built (clang --target=wasm32 and lld are needed)" >&2
 fi
 
 step "spore trace ../shared/conformance/traces/*.json"
