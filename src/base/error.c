@@ -23,21 +23,8 @@ static void set_message(sp_error *err, const char *fmt, va_list ap)
     vsnprintf(err->message, SP_MESSAGE_MAX, fmt, ap);
 }
 
-int sp_fail(sp_error *err, const char *code, const char *fmt, ...)
-{
-    if (!err)
-        return -1;
-    json_decref(err->details);
-    err->details = NULL;
-    set_code(err, code);
-    va_list ap;
-    va_start(ap, fmt);
-    set_message(err, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-int sp_fail_details(sp_error *err, const char *code, json_t *details, const char *fmt, ...)
+/* Fill `err` (details ownership taken); always -1. */
+static int fill(sp_error *err, const char *code, json_t *details, const char *fmt, va_list ap)
 {
     if (!err) {
         json_decref(details);
@@ -46,9 +33,24 @@ int sp_fail_details(sp_error *err, const char *code, json_t *details, const char
     json_decref(err->details);
     err->details = details;
     set_code(err, code);
+    set_message(err, fmt, ap);
+    return -1;
+}
+
+int sp_fail(sp_error *err, const char *code, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    set_message(err, fmt, ap);
+    fill(err, code, NULL, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int sp_fail_details(sp_error *err, const char *code, json_t *details, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fill(err, code, details, fmt, ap);
     va_end(ap);
     return -1;
 }

@@ -9,6 +9,7 @@
 
 #include "json/decimal.h"
 #include "runners/async_spec.h"
+#include "runners/registry.h"
 
 static const char *const KNOWN_MEMBERS[] = {"kind",   "effect", "outcomes",     "retry",
                                             "argv",   "cwd",    "env",          "timeoutMs",
@@ -25,23 +26,6 @@ static int invalid(sp_error *err, const char *action_id, const char *what)
 static bool plain_string(const json_t *v)
 {
     return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
-}
-
-static int check_members(const char *id, const json_t *action, const char *const *known_members,
-                         const char *what, sp_error *err)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)action, key, v)
-    {
-        bool known = false;
-        for (const char *const *k = known_members; *k && !known; k++)
-            known = strcmp(*k, key) == 0;
-        if (!known)
-            return sp_fail(err, "action.invalid", "action %s: unknown member \"%s\" for %s", id,
-                           key, what);
-    }
-    return 0;
 }
 
 static int parse_argv(const char *id, const json_t *argv, sp_command_spec *s, sp_error *err)
@@ -198,7 +182,7 @@ int sp_command_spec_parse(const char *action_id, const json_t *action, sp_comman
                           sp_error *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = check_members(action_id, action, KNOWN_MEMBERS, "a command action", err);
+    int rc = sp_action_check_members(action_id, action, KNOWN_MEMBERS, "a command action", err);
     if (!rc)
         rc = parse_process(action_id, action, out, err);
     if (!rc)
@@ -222,7 +206,7 @@ int sp_command_hook_parse(const char *action_id, const json_t *hook, sp_command_
 {
     memset(out, 0, sizeof *out);
     int rc = json_is_object(hook)
-                 ? check_members(action_id, hook, HOOK_MEMBERS, "a command hook", err)
+                 ? sp_action_check_members(action_id, hook, HOOK_MEMBERS, "a command hook", err)
                  : invalid(err, action_id, "a command hook is {argv, cwd?, env?, timeoutMs?}");
     if (!rc)
         rc = parse_process(action_id, hook, out, err);

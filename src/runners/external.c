@@ -28,17 +28,8 @@ int sp_external_validate(const char *id, const json_t *action, sp_error *err)
 {
     static const char *const known[] = {"kind",  "actor", "async",       "effect",
                                         "outcomes", "retry", "description", NULL};
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)action, key, v)
-    {
-        bool ok = false;
-        for (const char *const *k = known; *k && !ok; k++)
-            ok = strcmp(*k, key) == 0;
-        if (!ok)
-            return sp_fail(err, "action.invalid",
-                           "action %s: unknown member \"%s\" for an external action", id, key);
-    }
+    if (sp_action_check_members(id, action, known, "an external action", err))
+        return -1;
     const json_t *actor = json_object_get(action, "actor");
     if (actor && (!json_is_string(actor) || !actor_ok(json_string_value(actor))))
         return sp_fail(err, "action.invalid",

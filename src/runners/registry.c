@@ -22,21 +22,29 @@ static int validate_command(const char *id, const json_t *action, sp_error *err)
     return 0;
 }
 
-static int validate_native(const char *id, const json_t *action, sp_error *err)
+int sp_action_check_members(const char *id, const json_t *obj, const char *const *known,
+                            const char *what, sp_error *err)
 {
-    static const char *const known[] = {"kind", "effect", "outcomes", "retry", "function",
-                                        "description", NULL};
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)action, key, v)
+    json_object_foreach((json_t *)obj, key, v)
     {
         bool ok = false;
         for (const char *const *k = known; *k && !ok; k++)
             ok = strcmp(*k, key) == 0;
         if (!ok)
-            return sp_fail(err, "action.invalid", "action %s: unknown member \"%s\" for a "
-                           "native action", id, key);
+            return sp_fail(err, "action.invalid", "action %s: unknown member \"%s\" for %s", id,
+                           key, what);
     }
+    return 0;
+}
+
+static int validate_native(const char *id, const json_t *action, sp_error *err)
+{
+    static const char *const known[] = {"kind", "effect", "outcomes", "retry", "function",
+                                        "description", NULL};
+    if (sp_action_check_members(id, action, known, "a native action", err))
+        return -1;
     const json_t *fn = json_object_get(action, "function");
     if (!json_is_string(fn) || json_string_length(fn) == 0 ||
         strlen(json_string_value(fn)) != json_string_length(fn))

@@ -40,6 +40,11 @@ int sp_command_run(const sp_runner_ctx *ctx, const char *action_id, const json_t
 int sp_native_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
                   const json_t *input, sp_activity_output *out);
 
+/* action.invalid naming the first member of `obj` not in `known` (NULL-
+ * terminated); `what` says what obj is ("a command action"). */
+int sp_action_check_members(const char *id, const json_t *obj, const char *const *known,
+                            const char *what, sp_error *err);
+
 /* The runner for `kind`, or NULL when this build has none. */
 const sp_runner *sp_runner_find(const char *kind);
 
