@@ -404,30 +404,38 @@ int engine_held_expire(sp_engine *e, const sp_due_item *item, sp_tick_stats *sta
     return stoppable ? 0 : engine_expire(e, &item->attempt, reason, stats, err);
 }
 
+/* One run's reads (its invocations and its package), not a scan of every
+ * held attempt of the store: this runs once per due held attempt. */
 int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *out, bool *found,
                        sp_error *err)
 {
     *found = false;
-    char *cursor = NULL;
-    do {
-        sp_held_page page;
-        if (sp_store_scan_held(e->store, cursor, ENGINE_PAGE, &page, err) != SP_STORE_OK) {
-            free(cursor);
-            return -1;
-        }
-        free(cursor);
-        cursor = NULL;
-        for (size_t i = 0; i < page.n && !*found; i++)
-            if (same_attempt(&page.items[i].attempt, ref)) {
-                *out = page.items[i];
-                page.items[i].holder = NULL; /* moved to the caller */
-                *found = true;
-            }
-        if (!*found && page.next_cursor)
-            cursor = strdup(page.next_cursor);
-        sp_held_page_free(&page);
-    } while (cursor);
-    return 0;
+    sp_run_view view;
+    sp_invocation_list list;
+    if (engine_get_run(e, &ref->key, &view, err))
+        return strcmp(err->code, "run.not-found") == 0 ? (sp_error_clear(err), 0) : -1;
+    int rc = sp_store_list_invocations(e->store, &ref->key, &list, err) == SP_STORE_OK ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < list.n && !*found; i++) {
+        sp_invocation_view *v = &list.items[i];
+        if (!v->has_attempt || !v->holder || strcmp(v->attempt_id, ref->attempt_id) != 0 ||
+            strcmp(v->attempt_status, "running") != 0)
+            continue;
+        memset(out, 0, sizeof *out);
+        out->attempt = *ref;
+        out->holder = v->holder;
+        v->holder = NULL; /* moved to the caller */
+        out->attempt_number = v->attempt_number;
+        out->lease_until_ms = v->lease_until_ms;
+        out->deadline_ms = v->deadline_ms;
+        snprintf(out->node_id, sizeof out->node_id, "%s", v->node_id);
+        snprintf(out->action_id, sizeof out->action_id, "%s", v->action_id);
+        snprintf(out->package_digest, sizeof out->package_digest, "%s", view.package_digest);
+        *found = true;
+    }
+    if (rc == 0)
+        sp_invocation_list_free(&list);
+    sp_run_view_free(&view);
+    return rc;
 }
 
 bool engine_held_unobservable(sp_engine *e, const sp_run_key *key, const char *invocation_id,

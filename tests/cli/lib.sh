@@ -180,6 +180,42 @@ group_gone() { ! group_alive "$1"; }
 
 decimal='^(0|[1-9][0-9]*)$'
 
+# concurrent_starts <pairs> <timeout>: two `spore run` processes per start key
+# on $db (tests/fixtures/workflows/three-steps.json): both exit 0 on one run,
+# one `created` true and one false, every step executed once, events and
+# revisions 1..4. Shared by the SQLite and PostgreSQL worker tests.
+concurrent_starts() {
+  local pairs=$1 limit=$2 i side pid pair id node
+  local pids=()
+  for i in $(seq "$pairs"); do
+    for side in x y; do
+      "$spore" run "$wf/three-steps.json" --key "pair-$i" --db "$db" --poll-ms 20 --json \
+        >"$tmp/pair-$i-$side.out" 2>"$tmp/pair-$i-$side.err" &
+      pids+=("$!")
+      bg_pids+=("$!")
+    done
+  done
+  for pid in "${pids[@]}"; do
+    wait_bg "$pid" "$limit"
+    [ "$bg_rc" -eq 0 ] || fail "a concurrent spore run exited $bg_rc, want 0"
+  done
+  for i in $(seq "$pairs"); do
+    pair=$(jq -s . "$tmp/pair-$i-x.out" "$tmp/pair-$i-y.out")
+    jq -e 'length == 2 and .[0].runId == .[1].runId and ([.[].created] | sort) == [false, true]
+        and all(.[]; .status == "completed" and .revision == "4"
+                     and .result.output == {"steps": ["a", "b", "c"]})' \
+      <<<"$pair" >/dev/null || fail "pair $i: $pair"
+    id=$(jq -r '.[0].runId' <<<"$pair")
+    for node in a b c; do
+      [ "$(log_count start "$id" "$node")" -eq 1 ] ||
+        fail "pair $i: step $node executed $(log_count start "$id" "$node") times"
+    done
+    sp events "$id" --db "$db" --json
+    expect_json '([.events[].consumedRevision] == ["1", "2", "3", "4"])
+      and ([.events[1:][].payload.attempt] == [1, 1, 1])' "pair $i events"
+  done
+}
+
 finish() {
   if [ "$failures" -ne 0 ]; then
     echo "$test_name: $failures failed assertion(s) over $checks checks" >&2

@@ -116,6 +116,21 @@ sp run "$tmp/malformed.json" --db "$db" --key m1 --json
 expect_rc 1 "a malformed handle exhausts the single attempt"
 expect_json '.result.error.code == "activity.attempts-exhausted"' "malformed handle -> unknown -> exhausted"
 
+# ---- the 4 KiB handle bound: exactly 4096 canonical bytes hold, 4097 do not ----
+printf '#!/bin/sh\nprintf %%s "\\""\nhead -c "$1" /dev/zero | tr "\\000" x\nprintf %%s "\\""\n' >"$tmp/handle.sh"
+chmod +x "$tmp/handle.sh"
+jq --arg s "$tmp/handle.sh" '.actions.job.argv = [$s, "4094"]' "$tmp/blind.json" >"$tmp/h4096.json"
+sp run "$tmp/h4096.json" --db "$db" --key h4096 --json
+expect_rc 6 "a 4096-byte handle holds the step"
+expect_json '.step.state == "held" and (.step.holder | length) == 4094' "the 4096-byte handle is kept"
+sp step abandon "$(jq -r .runId <<<"$out")" --db "$db"
+jq --arg s "$tmp/handle.sh" '.actions.job.argv = [$s, "4095"]' "$tmp/blind.json" >"$tmp/h4097.json"
+sp run "$tmp/h4097.json" --db "$db" --key h4097 --json
+expect_rc 1 "a 4097-byte handle is not a handle"
+sp events "$(jq -r .runId <<<"$out")" --db "$db" --json
+expect_json '[.events[] | select(.kind == "activity.result") | .payload]
+  | .[0].status == "unknown" and .[0].error.code == "command.malformed-handle"' "4097-byte handle"
+
 # ---- crash at the hold-attempt failpoints, then restart ----
 for point in store.hold-attempt.before-commit store.hold-attempt.after-commit; do
   workflow "$tmp/crash.json" idempotent 2 1 60000 "$probe_hook$watch_hook"

@@ -64,6 +64,15 @@ for cmd in start run; do
   expect_error 2 file.unreadable "$cmd with a missing --input-file" -- \
     "$cmd" "$wf/approval.json" --input-file "$tmp/nope.json" --db "$db"
 done
+# the workflow-file bound (8 MiB): exactly at it is read, one byte over is refused
+limit=$((8 * 1024 * 1024))
+{ cat "$wf/approval.json"; head -c $((limit - $(wc -c <"$wf/approval.json"))) /dev/zero | tr '\0' ' '; } \
+  >"$tmp/at-limit.json"
+[ "$(wc -c <"$tmp/at-limit.json")" -eq "$limit" ] || fail "fixture: at-limit.json is not $limit bytes"
+sp validate "$tmp/at-limit.json"
+expect_rc 0 "a workflow file of exactly 8 MiB"
+printf ' ' >>"$tmp/at-limit.json"
+expect_error 2 file.too-large "a workflow file one byte over 8 MiB" -- validate "$tmp/at-limit.json"
 expect_error 2 workflow.invalid "start of an invalid workflow" -- \
   start "$root/tests/fixtures/invalid/workflow.invalid--w05-start-missing.json" --db "$db"
 sp list --db "$db" --json

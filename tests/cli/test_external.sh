@@ -59,6 +59,8 @@ expect_error 2 step.token-invalid "forged token" -- step complete "$forged" --db
 altered=$(sed 's/^spt1\.W/spt1.X/' <<<"$token")
 expect_error 2 step.token-invalid "altered token" -- step complete "$altered" --db "$db" --outcome approved
 expect_error 2 step.token-invalid "not a token" -- step complete "hello" --db "$db" --outcome approved
+long="spt1.$(head -c 1100 /dev/zero | tr '\0' A).0123456789abcdef0123456789abcdef"
+expect_error 2 step.token-invalid "a token over the 1 KiB bound" -- step complete "$long" --db "$db" --outcome approved
 [ "$(events_json "$run" | jq '.events | length')" = "$events_before" ] ||
   fail "a refused answer recorded an event"
 

@@ -89,32 +89,6 @@ echo "claims per worker: $(sql "select group_concat(n, ' / ') from (select count
 ! grep -q diverged "$tmp/worker-a.err" "$tmp/worker-b.err" || fail "a worker reported a diverged commit"
 
 # ---- two `spore run` processes per start key ----
-pairs=5
-pids=()
-for i in $(seq "$pairs"); do
-  for side in x y; do
-    "$spore" run "$wf/three-steps.json" --key "pair-$i" --db "$db" --poll-ms 20 --json \
-      >"$tmp/pair-$i-$side.out" 2>"$tmp/pair-$i-$side.err" &
-    pids+=("$!")
-    bg_pids+=("$!")
-  done
-done
-for pid in "${pids[@]}"; do
-  wait_bg "$pid" 60
-  [ "$bg_rc" -eq 0 ] || fail "a concurrent spore run exited $bg_rc, want 0"
-done
-for i in $(seq "$pairs"); do
-  pair=$(jq -s . "$tmp/pair-$i-x.out" "$tmp/pair-$i-y.out")
-  jq -e 'length == 2 and .[0].runId == .[1].runId and ([.[].created] | sort) == [false, true]
-      and all(.[]; .status == "completed" and .revision == "4" and .result.output == {"steps": ["a", "b", "c"]})' \
-    <<<"$pair" >/dev/null || fail "pair $i: $pair"
-  id=$(jq -r '.[0].runId' <<<"$pair")
-  for node in a b c; do
-    [ "$(log_count start "$id" "$node")" -eq 1 ] || fail "pair $i: step $node executed $(log_count start "$id" "$node") times"
-  done
-  sp events "$id" --db "$db" --json
-  expect_json '([.events[].consumedRevision] == ["1", "2", "3", "4"]) and ([.events[1:][].payload.attempt] == [1, 1, 1])' \
-    "pair $i events"
-done
+concurrent_starts 5 60
 
 finish

@@ -116,30 +116,7 @@ echo "claims per worker: $(sql "select string_agg(n::text, ' / ') from (select c
 ! grep -q diverged "$tmp/worker-a.err" "$tmp/worker-b.err" || fail "a worker reported a diverged commit"
 
 # ---- 3. two `spore run` processes per start key ----
-pairs=5
-pids=()
-for i in $(seq "$pairs"); do
-  for side in x y; do
-    "$spore" run "$wf/three-steps.json" --key "pair-$i" --db "$db" --poll-ms 20 --json \
-      >"$tmp/pair-$i-$side.out" 2>"$tmp/pair-$i-$side.err" &
-    pids+=("$!")
-    bg_pids+=("$!")
-  done
-done
-for pid in "${pids[@]}"; do
-  wait_bg "$pid" 90
-  [ "$bg_rc" -eq 0 ] || fail "a concurrent spore run exited $bg_rc, want 0"
-done
-for i in $(seq "$pairs"); do
-  pair=$(jq -s . "$tmp/pair-$i-x.out" "$tmp/pair-$i-y.out")
-  jq -e 'length == 2 and .[0].runId == .[1].runId and ([.[].created] | sort) == [false, true]
-      and all(.[]; .status == "completed" and .revision == "4")' <<<"$pair" >/dev/null ||
-    fail "pair $i: $pair"
-  id=$(jq -r '.[0].runId' <<<"$pair")
-  for node in a b c; do
-    [ "$(log_count start "$id" "$node")" -eq 1 ] || fail "pair $i: step $node executed $(log_count start "$id" "$node") times"
-  done
-done
+concurrent_starts 5 90
 no_secret "$tmp"/pair-*
 
 finish
