@@ -42,6 +42,8 @@ typedef struct cli {
     bool help;
     const char *db;
     const char *lease_ms, *heartbeat_ms, *poll_ms, *grace_ms;
+    const char *store_retry_ms; /* run: how long a failing store is retried */
+    bool allow_shared_store;    /* open a store that other users can read */
     char *positional[CLI_MAX_POSITIONAL];
     int npositional;
 } cli;

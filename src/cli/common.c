@@ -29,6 +29,8 @@ int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *e
         {"--heartbeat-ms", true, &c->heartbeat_ms, NULL},
         {"--poll-ms", true, &c->poll_ms, NULL},
         {"--grace-ms", true, &c->grace_ms, NULL},
+        {"--store-retry-ms", true, &c->store_retry_ms, NULL},
+        {"--allow-shared-store", false, NULL, &c->allow_shared_store},
         {NULL, false, NULL, NULL},
     };
     bool options_done = false;
