@@ -28,6 +28,10 @@ enum {
 
 #define CLI_FORMAT "spore.cli/0.1"
 #define CLI_MAX_POSITIONAL 64
+/* The code of an option or argument whose value is not acceptable (a bad
+ * number, an empty --db, a malformed run ID); `usage` stays the code of a
+ * command line of the wrong shape (unknown command or option, wrong count). */
+#define CLI_INVALID_VALUE "usage.invalid-value"
 
 typedef struct cli_option {
     const char *name;  /* "--key" */
@@ -49,9 +53,22 @@ typedef struct cli {
 } cli;
 
 /* Parse argv (after the subcommand) with the command's own options plus the
- * global ones (--json, --db, --help, worker tuning). usage error on unknown
- * options. */
+ * global ones (--json, --db, --help, worker tuning), which may also stand
+ * before the command (cli_parse_leading). usage error on unknown options;
+ * c->json is set before any error when --json stands anywhere. */
 int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *err);
+
+/* main(): the global options before the command (`spore --db x --json list`);
+ * *command_index is the index of the command word in argv. */
+int cli_parse_leading(int argc, char **argv, int *command_index, sp_error *err);
+
+/* The global options cli_parse_leading() found (for commands with their own
+ * parser, and for main's own errors). */
+const cli *cli_leading(void);
+
+/* Whether --json stands anywhere in argv before "--" (not as another
+ * option's value); `own` are the command's options, may be NULL. */
+bool cli_json_wanted(int argc, char **argv, const cli_option *own);
 
 /* Print `err` (text on stderr, or JSON on stdout) and return `exit_code`. */
 int cli_error(const cli *c, int exit_code, sp_error *err);

@@ -180,6 +180,8 @@ static int classify(int argc, char **argv)
     cli c = {.command = "agent classify"};
     sp_error err = {0};
     int rc = parse(argc, argv, &a, &err);
+    a.json = a.json || cli_leading()->json || cli_json_wanted(argc, argv, NULL);
+    a.help = a.help || cli_leading()->help;
     c.json = a.json;
     if (rc)
         return cli_error(&c, EXIT_USAGE, &err);
@@ -235,8 +237,11 @@ int cmd_agent(int argc, char **argv)
 {
     if (argc >= 1 && strcmp(argv[0], "classify") == 0)
         return classify(argc - 1, argv + 1);
-    if (argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0))
+    if ((argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) ||
+        (argc == 0 && cli_leading()->help))
         return cli_help(AGENT_HELP);
-    fprintf(stderr, "spore: usage: spore agent classify ... (see spore agent --help)\n");
-    return EXIT_USAGE;
+    cli c = {.command = "agent", .json = cli_leading()->json || cli_json_wanted(argc, argv, NULL)};
+    sp_error err = {0};
+    sp_fail(&err, "usage", "spore agent takes the subcommand classify (see spore agent --help)");
+    return cli_error(&c, EXIT_USAGE, &err);
 }

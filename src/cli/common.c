@@ -10,6 +10,11 @@
 #include "base/buf.h"
 #include "cli/cli.h"
 
+/* The global options given before the command (`spore --db x --json list`),
+ * set once by main() through cli_parse_leading(); every command starts from
+ * them. */
+static cli leading_globals;
+
 static const cli_option *find_option(const cli_option *opts, const char *name)
 {
     for (; opts && opts->name; opts++)
@@ -18,9 +23,12 @@ static const cli_option *find_option(const cli_option *opts, const char *name)
     return NULL;
 }
 
-int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *err)
+enum { NGLOBALS = 11 };
+
+/* The global options (cli.md §1), bound to the fields of `c`. */
+static void global_options(cli *c, cli_option out[NGLOBALS])
 {
-    const cli_option globals[] = {
+    const cli_option globals[NGLOBALS] = {
         {"--json", false, NULL, &c->json},
         {"--help", false, NULL, &c->help},
         {"-h", false, NULL, &c->help},
@@ -33,46 +41,154 @@ int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *e
         {"--allow-shared-store", false, NULL, &c->allow_shared_store},
         {NULL, false, NULL, NULL},
     };
+    memcpy(out, globals, sizeof globals);
+}
+
+/* The option named by `arg` ("--name" or "--name=value"): the command's own
+ * first, then the globals. NULL when unknown; *inline_value is the text after
+ * '=' or NULL. */
+static const cli_option *lookup(const char *arg, const cli_option *own, const cli_option *globals,
+                                char *name, size_t name_size, const char **inline_value)
+{
+    *inline_value = strchr(arg, '=');
+    size_t nlen = *inline_value ? (size_t)(*inline_value - arg) : strlen(arg);
+    if (*inline_value)
+        (*inline_value)++;
+    if (nlen >= name_size)
+        return NULL;
+    memcpy(name, arg, nlen);
+    name[nlen] = '\0';
+    const cli_option *o = find_option(own, name);
+    return o ? o : find_option(globals, name);
+}
+
+static bool is_option(const char *arg)
+{
+    return arg[0] == '-' && strcmp(arg, "-") != 0;
+}
+
+bool cli_json_wanted(int argc, char **argv, const cli_option *own)
+{
+    cli scratch = {0};
+    cli_option globals[NGLOBALS];
+    global_options(&scratch, globals);
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (!is_option(argv[i]))
+            continue;
+        char name[64];
+        const char *inline_value;
+        const cli_option *o = lookup(argv[i], own, globals, name, sizeof name, &inline_value);
+        if (o && o->flag == &scratch.json)
+            return true;
+        if (o && o->takes_value && !inline_value)
+            i++; /* skip the option's value: `--input --json` is an input */
+    }
+    return false;
+}
+
+/* An empty value is never a valid global option value (`--db ''` must not
+ * silently mean ./spore.db). */
+static int check_global_values(const cli *c, sp_error *err)
+{
+    const char *const values[] = {c->db, c->lease_ms, c->heartbeat_ms, c->poll_ms,
+                                  c->grace_ms, c->store_retry_ms};
+    const char *const names[] = {"--db", "--lease-ms", "--heartbeat-ms", "--poll-ms",
+                                 "--grace-ms", "--store-retry-ms"};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        if (values[i] && !values[i][0])
+            return sp_fail(err, CLI_INVALID_VALUE, "%s needs a value, not an empty string",
+                           names[i]);
+    return 0;
+}
+
+/* One option at argv[*i]; advances *i past its value. */
+static int parse_option(cli *c, int argc, char **argv, int *i, const cli_option *own,
+                        const cli_option *globals, sp_error *err)
+{
+    char name[64];
+    const char *inline_value;
+    const cli_option *o = lookup(argv[*i], own, globals, name, sizeof name, &inline_value);
+    if (!o)
+        return sp_fail(err, "usage", "unknown option %s (see spore %s --help)", argv[*i],
+                       c->command);
+    if (!o->takes_value) {
+        if (inline_value)
+            return sp_fail(err, "usage", "option %s takes no value", name);
+        *o->flag = true;
+        return 0;
+    }
+    if (inline_value)
+        *o->value = inline_value;
+    else if (*i + 1 < argc)
+        *o->value = argv[++*i];
+    else
+        return sp_fail(err, "usage", "option %s needs a value", name);
+    return 0;
+}
+
+static void copy_globals(cli *to, const cli *from)
+{
+    to->json = to->json || from->json;
+    to->help = to->help || from->help;
+    to->allow_shared_store = to->allow_shared_store || from->allow_shared_store;
+    const char **const dst[] = {&to->db, &to->lease_ms, &to->heartbeat_ms, &to->poll_ms,
+                                &to->grace_ms, &to->store_retry_ms};
+    const char *const src[] = {from->db, from->lease_ms, from->heartbeat_ms, from->poll_ms,
+                               from->grace_ms, from->store_retry_ms};
+    for (size_t i = 0; i < sizeof dst / sizeof dst[0]; i++)
+        if (!*dst[i])
+            *dst[i] = src[i];
+}
+
+int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *err)
+{
+    cli_option globals[NGLOBALS];
+    global_options(c, globals);
+    /* an error is JSON wherever --json stands, also before it */
+    c->json = c->json || leading_globals.json || cli_json_wanted(argc, argv, opts);
     bool options_done = false;
     for (int i = 0; i < argc; i++) {
         char *arg = argv[i];
-        if (options_done || arg[0] != '-' || strcmp(arg, "-") == 0) {
+        if (options_done || !is_option(arg)) {
             if (c->npositional == CLI_MAX_POSITIONAL)
                 return sp_fail(err, "usage", "too many arguments");
             c->positional[c->npositional++] = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
+        } else if (strcmp(arg, "--") == 0) {
             options_done = true;
-            continue;
+        } else if (parse_option(c, argc, argv, &i, opts, globals, err)) {
+            return -1;
         }
-        char name[64];
-        const char *inline_value = strchr(arg, '=');
-        size_t nlen = inline_value ? (size_t)(inline_value - arg) : strlen(arg);
-        if (nlen >= sizeof name)
-            return sp_fail(err, "usage", "unknown option %s (see --help)", arg);
-        memcpy(name, arg, nlen);
-        name[nlen] = '\0';
-        const cli_option *o = find_option(opts, name);
-        if (!o)
-            o = find_option(globals, name);
-        if (!o)
-            return sp_fail(err, "usage", "unknown option %s (see spore %s --help)", name,
-                           c->command);
-        if (!o->takes_value) {
-            if (inline_value)
-                return sp_fail(err, "usage", "option %s takes no value", name);
-            *o->flag = true;
-            continue;
-        }
-        if (inline_value)
-            *o->value = inline_value + 1;
-        else if (i + 1 < argc)
-            *o->value = argv[++i];
-        else
-            return sp_fail(err, "usage", "option %s needs a value", name);
     }
-    return 0;
+    copy_globals(c, &leading_globals); /* the command's own line wins */
+    return check_global_values(c, err);
+}
+
+int cli_parse_leading(int argc, char **argv, int *command_index, sp_error *err)
+{
+    cli *c = &leading_globals;
+    memset(c, 0, sizeof *c);
+    c->command = "spore";
+    cli_option globals[NGLOBALS];
+    global_options(c, globals);
+    int i = 0;
+    while (i < argc && is_option(argv[i]) && strcmp(argv[i], "--version") != 0) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        }
+        if (parse_option(c, argc, argv, &i, NULL, globals, err))
+            return -1;
+        i++;
+    }
+    *command_index = i;
+    return check_global_values(c, err);
+}
+
+const cli *cli_leading(void)
+{
+    return &leading_globals;
 }
 
 void cli_print_json(json_t *obj)

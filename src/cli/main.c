@@ -35,8 +35,11 @@ static const char USAGE[] =
     "  validate <workflow.json>   check a workflow without touching a database\n"
     "  trace <trace.json>...      replay golden kernel traces\n"
     "\n"
-    "Global options: --json, --db <path> (default $SPORE_DB, else ./spore.db), --help.\n"
-    "`spore <command> --help` for more.\n";
+    "Global options (before or after the command):\n"
+    "  --db <path|postgres://...>  the store (default $SPORE_DB, else ./spore.db)\n"
+    "  --json                      one JSON object on stdout, errors included\n"
+    "  --allow-shared-store        open a SQLite store that other users can read\n"
+    "  --help                      this text; `spore <command> --help` for a command\n";
 
 typedef struct command {
     const char *name;
@@ -52,27 +55,50 @@ static const command COMMANDS[] = {
     {"agent", cmd_agent}, /* agent steps (cmd_agent.c) */
 };
 
+static int print_version(void)
+{
+    const sp_kernel_descriptor *d = sp_kernel_describe();
+    printf("spore %s (kernel semantics %s, %s, %s)\n", SPORE_VERSION, d->semantics_version,
+           d->graph_format_version, d->codec_version);
+    return EXIT_OK;
+}
+
+/* A usage error of the command line as a whole (before any command ran):
+ * JSON when --json stands anywhere on the line. */
+static int line_error(int argc, char **argv, sp_error *err)
+{
+    cli c = {.command = "spore", .json = cli_json_wanted(argc, argv, NULL)};
+    return cli_error(&c, EXIT_USAGE, err);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        fputs(USAGE, argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : EXIT_OK;
-    }
     /* ---- internal: a jailed WebAssembly runner call, never listed in --help ---- */
-    if (strcmp(argv[1], SP_JAIL_SUBCOMMAND) == 0)
+    if (argc >= 2 && strcmp(argv[1], SP_JAIL_SUBCOMMAND) == 0)
         return argc == 2 ? sp_jail_child_main() : EXIT_USAGE;
     sp_jail_use_self(); /* this binary serves the jail of its runner calls */
     /* ---- end internal ---- */
-    if (strcmp(argv[1], "--version") == 0) {
-        const sp_kernel_descriptor *d = sp_kernel_describe();
-        printf("spore %s (kernel semantics %s, %s, %s)\n", SPORE_VERSION, d->semantics_version,
-               d->graph_format_version, d->codec_version);
-        return EXIT_OK;
+    sp_error err = {0};
+    int at = 0;
+    if (cli_parse_leading(argc - 1, argv + 1, &at, &err))
+        return line_error(argc - 1, argv + 1, &err);
+    const char *name = at + 1 < argc ? argv[at + 1] : NULL;
+    if (!name && cli_leading()->help)
+        return cli_help(USAGE);
+    if (!name) {
+        sp_fail(&err, "usage", "no command given (see spore --help)");
+        if (cli_leading()->json)
+            return line_error(argc - 1, argv + 1, &err);
+        fputs(USAGE, stderr);
+        return EXIT_USAGE;
     }
+    if (strcmp(name, "--version") == 0)
+        return print_version();
+    if (strcmp(name, "help") == 0)
+        return cli_help(USAGE);
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-        if (strcmp(argv[1], COMMANDS[i].name) == 0)
-            return COMMANDS[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "spore: usage: unknown command \"%s\" (see spore --help)\n", argv[1]);
-    return EXIT_USAGE;
+        if (strcmp(name, COMMANDS[i].name) == 0)
+            return COMMANDS[i].run(argc - at - 2, argv + at + 2);
+    sp_fail(&err, "usage", "unknown command \"%s\" (see spore --help)", name);
+    return line_error(argc - 1, argv + 1, &err);
 }
