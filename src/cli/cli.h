@@ -48,6 +48,7 @@ typedef struct cli {
     const char *lease_ms, *heartbeat_ms, *poll_ms, *grace_ms;
     const char *store_retry_ms; /* run: how long a failing store is retried */
     bool allow_shared_store;    /* open a store that other users can read */
+    bool store_must_exist;      /* set by the command: never create a store */
     char *positional[CLI_MAX_POSITIONAL];
     int npositional;
 } cli;

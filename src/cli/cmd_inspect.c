@@ -50,7 +50,7 @@ static int open_one(cli *c, int argc, char **argv, const char *help, session *s,
 
 int cmd_status(int argc, char **argv)
 {
-    cli c = {.command = "status"};
+    cli c = {.command = "status", .store_must_exist = true};
     session s;
     sp_run_key key;
     int rc = open_one(&c, argc, argv, STATUS_HELP, &s, &key);
@@ -77,7 +77,7 @@ int cmd_status(int argc, char **argv)
 
 int cmd_list(int argc, char **argv)
 {
-    cli c = {.command = "list"};
+    cli c = {.command = "list", .store_must_exist = true};
     sp_error err = {0};
     if (cli_parse(&c, argc, argv, NULL, &err))
         return cli_error(&c, EXIT_USAGE, &err);
@@ -129,7 +129,7 @@ int cmd_list(int argc, char **argv)
 
 int cmd_events(int argc, char **argv)
 {
-    cli c = {.command = "events"};
+    cli c = {.command = "events", .store_must_exist = true};
     session s;
     sp_run_key key;
     int rc = open_one(&c, argc, argv, EVENTS_HELP, &s, &key);

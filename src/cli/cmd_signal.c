@@ -67,7 +67,7 @@ static void fresh_id(const char *prefix, char *out, size_t n)
 
 int cmd_signal(int argc, char **argv)
 {
-    cli c = {.command = "signal"};
+    cli c = {.command = "signal", .store_must_exist = true};
     const char *outcome = NULL, *data_text = NULL, *id = NULL;
     const cli_option opts[] = {{"--outcome", true, &outcome, NULL},
                                {"--data", true, &data_text, NULL},
@@ -99,7 +99,7 @@ int cmd_signal(int argc, char **argv)
 
 int cmd_resolve(int argc, char **argv)
 {
-    cli c = {.command = "resolve"};
+    cli c = {.command = "resolve", .store_must_exist = true};
     const char *complete = NULL, *output_text = NULL, *fail = NULL, *id = NULL;
     bool retry = false;
     const cli_option opts[] = {{"--complete", true, &complete, NULL},
@@ -143,7 +143,7 @@ int cmd_resolve(int argc, char **argv)
 
 int cmd_release(int argc, char **argv)
 {
-    cli c = {.command = "release"};
+    cli c = {.command = "release", .store_must_exist = true};
     session s;
     sp_run_key key;
     int rc = prologue(&c, argc, argv, NULL, RELEASE_HELP, 1, &s, &key);

@@ -232,7 +232,7 @@ static int dispatch(cli *c, const step_args *a, const char *sub)
 
 int cmd_step(int argc, char **argv)
 {
-    cli c = {.command = "step"};
+    cli c = {.command = "step", .store_must_exist = true};
     if (argc >= 1 && strcmp(argv[0], "detach") == 0) {
         const char *log = NULL;
         int i = 1;

@@ -62,7 +62,9 @@ int session_open(session *s, cli *c)
     snprintf(s->db, sizeof s->db, "%s", db && *db ? db : "spore.db");
     sp_error err = {0};
     sp_engine_config cfg;
-    s->store = sp_store_open(s->db, NULL, &err);
+    sp_store_open_opts opts = {c->store_must_exist ? SP_STORE_OPEN_EXISTING : SP_STORE_OPEN_OR_CREATE,
+                               c->allow_shared_store, NULL};
+    s->store = sp_store_open_with(s->db, &opts, &err);
     if (!s->store)
         return session_fail(s, &err);
     if (engine_config(s, &cfg, &err)) {

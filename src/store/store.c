@@ -75,15 +75,21 @@ static bool is_postgres(const char *location)
     return strncmp(location, "postgres://", 11) == 0 || strncmp(location, "postgresql://", 13) == 0;
 }
 
-sp_store *sp_store_open(const char *location, const sp_clock *clock, sp_error *err)
+sp_store *sp_store_open_with(const char *location, const sp_store_open_opts *opts, sp_error *err)
 {
     if (!location || !*location) {
         sp_fail(err, "store.io", "no store location given");
         return NULL;
     }
     if (is_postgres(location))
-        return sp_pg_open(location, clock, err);
-    return sp_sqlite_open(location, clock, err);
+        return sp_pg_open(location, opts, err);
+    return sp_sqlite_open(location, opts, err);
+}
+
+sp_store *sp_store_open(const char *location, const sp_clock *clock, sp_error *err)
+{
+    sp_store_open_opts opts = {SP_STORE_OPEN_OR_CREATE, false, clock};
+    return sp_store_open_with(location, &opts, err);
 }
 
 void sp_store_close(sp_store *s)

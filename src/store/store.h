@@ -443,12 +443,32 @@ typedef struct sp_store_capabilities {
 
 typedef struct sp_store sp_store;
 
-/* Open a store from a location: a SQLite file path (created and initialized
- * when new or empty), or a postgres:// / postgresql:// URL (libpq's URI
- * form; the schema is created on first connect). sp_store_location() never
- * shows the URL's password.
- * store.io / store.corrupt / schema.too-new / store.unsupported on error.
- * `clock` may be NULL for the system clock. */
+/* How a store is opened. */
+typedef enum sp_store_open_mode {
+    SP_STORE_OPEN_OR_CREATE = 0, /* create and initialize a new or empty store */
+    SP_STORE_OPEN_EXISTING,      /* never create: store.not-found instead */
+} sp_store_open_mode;
+
+typedef struct sp_store_open_opts {
+    sp_store_open_mode mode;
+    /* SQLite: also open a store file (or its -wal/-shm) that users other
+     * than the owner may read; refused with store.not-private otherwise
+     * (the file holds the token secret). */
+    bool allow_shared;
+    const sp_clock *clock; /* NULL: the system clock */
+} sp_store_open_opts;
+
+/* Open a store from a location: a SQLite file path, or a postgres:// /
+ * postgresql:// URL (libpq's URI form). In OR_CREATE mode a new SQLite file
+ * is created 0600 (and so are its -wal and -shm files) and an empty file or
+ * an empty PostgreSQL schema is initialized. A file that is not a spore
+ * store is never changed (store.corrupt / schema.unknown, read before any
+ * pragma that writes). sp_store_location() never shows the URL's password.
+ * store.io / store.not-found / store.not-private / store.corrupt /
+ * schema.unknown / schema.too-new / store.unsupported on error. */
+sp_store *sp_store_open_with(const char *location, const sp_store_open_opts *opts, sp_error *err);
+
+/* sp_store_open_with() in OR_CREATE mode, private stores only. */
 sp_store *sp_store_open(const char *location, const sp_clock *clock, sp_error *err);
 void sp_store_close(sp_store *s);
 

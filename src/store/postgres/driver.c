@@ -674,7 +674,7 @@ static bool remember_secrets(pg_conn *c, const char *url)
 
 /* ---- opening ---- */
 
-static pg_conn *connect_to(const char *url, const sp_clock *clock, sp_error *err)
+static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, sp_error *err)
 {
     pg_conn *c = calloc(1, sizeof *c);
     if (!c || !remember_secrets(c, url)) {
@@ -699,7 +699,7 @@ static pg_conn *connect_to(const char *url, const sp_clock *clock, sp_error *err
     if (rc == SP_STORE_OK)
         rc = session_setup(c, err);
     if (rc == SP_STORE_OK)
-        rc = sp_pg_schema_ensure(c, err);
+        rc = sp_pg_schema_ensure(c, create, err);
     if (rc != SP_STORE_OK) {
         pg_close(c);
         return NULL;
@@ -707,9 +707,9 @@ static pg_conn *connect_to(const char *url, const sp_clock *clock, sp_error *err
     return c;
 }
 
-sp_store *sp_pg_open(const char *url, const sp_clock *clock, sp_error *err)
+sp_store *sp_pg_open(const char *url, const sp_store_open_opts *opts, sp_error *err)
 {
-    pg_conn *c = connect_to(url, clock, err);
+    pg_conn *c = connect_to(url, opts->clock, opts->mode == SP_STORE_OPEN_OR_CREATE, err);
     if (!c)
         return NULL;
     sp_store *s = calloc(1, sizeof *s);

@@ -36,9 +36,9 @@ typedef struct pg_conn {
     char *secrets[4]; /* the URL's passwords (userinfo, parameter) as written and decoded */
 } pg_conn;
 
-/* Open the store at `url` (creating the schema when the database's current
- * schema is empty). */
-sp_store *sp_pg_open(const char *url, const sp_clock *clock, sp_error *err);
+/* Open the store at `url` (in OR_CREATE mode creating the schema when the
+ * database's current schema is empty; in EXISTING mode store.not-found). */
+sp_store *sp_pg_open(const char *url, const sp_store_open_opts *opts, sp_error *err);
 
 /* `url` without its password (the userinfo's and any password= parameter);
  * NULL on out-of-memory. */
@@ -65,6 +65,6 @@ sp_store_rc sp_pg_fail(pg_conn *c, const PGresult *res, const char *what, sp_err
  * schema_version -> incompatible/schema.unknown; empty -> created inside a
  * transaction that holds an advisory lock, so concurrent first connects do
  * not race. */
-sp_store_rc sp_pg_schema_ensure(pg_conn *c, sp_error *err);
+sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, sp_error *err);
 
 #endif

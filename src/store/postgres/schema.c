@@ -191,7 +191,7 @@ static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
     return exec(c, DDL, "creating the schema", err);
 }
 
-sp_store_rc sp_pg_schema_ensure(pg_conn *c, sp_error *err)
+sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, sp_error *err)
 {
     schema_state st;
     sp_store_rc rc = read_state(c, &st, err);
@@ -199,6 +199,10 @@ sp_store_rc sp_pg_schema_ensure(pg_conn *c, sp_error *err)
         return read_version(c, err);
     if (rc)
         return rc;
+    if (!create)
+        return sp_fail(err, "store.not-found",
+                       "postgres: the database's current schema holds no spore store yet"),
+               SP_STORE_UNAVAILABLE;
     /* The lock is per schema (classid 'spor' + a hash of the schema name),
      * held until the transaction ends. */
     rc = exec(c,

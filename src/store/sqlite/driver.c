@@ -8,15 +8,25 @@
  * writes, statements prepared once per SQL text (SQLITE_PREPARE_PERSISTENT)
  * and every SQLite failure mapped to a store failure kind with a stable code.
  *
+ * Files: a new store file is created 0600 (its -wal and -shm follow); an
+ * existing one that others may read is refused unless the caller allows it;
+ * what a file holds is read before any pragma writes to it.
+ *
  * What it must never do: retry on its own, run a statement outside a
  * transaction begun here, keep a statement un-reset between calls, or report
  * a commit as failed-and-absent when SQLite cannot know (an I/O error while
  * committing is unknown-commit).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store/sqlite/sqlite.h"
 
@@ -313,23 +323,123 @@ static sp_store_rc pragmas(sqlite3 *db, sp_error *err)
     return kind;
 }
 
-static sq_conn *open_conn(const char *path, const sp_clock *clock, sp_error *err)
+/* ---- the file: created private, never created by EXISTING mode ---- */
+
+static sp_store_rc io_fail(sp_error *err, const char *fmt, const char *path)
 {
+    sp_fail(err, "store.io", fmt, path, strerror(errno));
+    return SP_STORE_UNAVAILABLE;
+}
+
+/* Make sure there is a file to open: a missing one is created 0600 (SQLite
+ * gives its -wal and -shm files the database file's mode), or store.not-found
+ * in EXISTING mode, which also refuses an empty file. */
+static sp_store_rc prepare_file(const char *path, sp_store_open_mode mode, sp_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            sp_fail(err, "store.io", "%s is a directory, not a store file", path);
+            return SP_STORE_UNAVAILABLE;
+        }
+        if (st.st_size == 0 && mode == SP_STORE_OPEN_EXISTING) {
+            sp_fail(err, "store.not-found", "%s is empty: no spore store there yet", path);
+            return SP_STORE_UNAVAILABLE;
+        }
+        return SP_STORE_OK;
+    }
+    if (errno != ENOENT)
+        return io_fail(err, "cannot read %s: %s", path);
+    if (mode == SP_STORE_OPEN_EXISTING) {
+        sp_fail(err, "store.not-found",
+                "no spore store at %s (spore run or spore start creates one; --db or "
+                "$SPORE_DB names another)",
+                path);
+        return SP_STORE_UNAVAILABLE;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) /* EEXIST: another process created it just now */
+        return io_fail(err, "cannot create %s: %s", path);
+    if (fd >= 0)
+        close(fd);
+    return SP_STORE_OK;
+}
+
+#define SHARED_BITS (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH)
+
+/* An empty file about to become a store is made private first. */
+static sp_store_rc make_private(const char *path, sp_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return io_fail(err, "cannot read %s: %s", path);
+    if ((st.st_mode & SHARED_BITS) && chmod(path, st.st_mode & 07700) != 0)
+        return io_fail(err, "cannot make %s private (chmod 600): %s", path);
+    return SP_STORE_OK;
+}
+
+/* The store and its -wal/-shm files must be the owner's alone: the store
+ * holds the secret that signs step tokens. */
+static sp_store_rc check_private(const char *path, sp_error *err)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        char file[PATH_MAX];
+        struct stat st;
+        if (snprintf(file, sizeof file, "%s%s", path, suffixes[i]) >= (int)sizeof file ||
+            stat(file, &st) != 0 || !(st.st_mode & SHARED_BITS))
+            continue;
+        sp_fail(err, "store.not-private",
+                "%s can be read or written by other users (mode %03o), and the store holds "
+                "the secret that signs step tokens: chmod 600 %s*, or pass "
+                "--allow-shared-store if sharing it is intended",
+                file, (unsigned)(st.st_mode & 0777), path);
+        return SP_STORE_INCOMPATIBLE;
+    }
+    return SP_STORE_OK;
+}
+
+/* ---- opening ---- */
+
+/* What is in the file, read before anything is written to it; then the
+ * privacy rule, the pragmas (WAL switches the file format) and, for an empty
+ * file, the schema. */
+static sp_store_rc open_store_file(sq_conn *c, const char *path, const sp_store_open_opts *o,
+                                   sp_error *err)
+{
+    bool empty = false;
+    sp_store_rc kind = sp_sqlite_schema_check(c->db, &empty, err);
+    if (kind == SP_STORE_OK && empty && o->mode == SP_STORE_OPEN_EXISTING) {
+        sp_fail(err, "store.not-found", "%s holds no spore store yet", path);
+        kind = SP_STORE_UNAVAILABLE;
+    }
+    if (kind == SP_STORE_OK && empty && !o->allow_shared)
+        kind = make_private(path, err);
+    if (kind == SP_STORE_OK && !o->allow_shared)
+        kind = check_private(path, err);
+    if (kind == SP_STORE_OK)
+        kind = pragmas(c->db, err);
+    if (kind == SP_STORE_OK && empty)
+        kind = sp_sqlite_schema_ensure(c->db, err);
+    return kind;
+}
+
+static sq_conn *open_conn(const char *path, const sp_store_open_opts *o, sp_error *err)
+{
+    if (prepare_file(path, o->mode, err) != SP_STORE_OK)
+        return NULL;
     sq_conn *c = calloc(1, sizeof *c);
     if (!c) {
         sp_oom(err);
         return NULL;
     }
-    c->clock = clock ? *clock : sp_clock_system();
+    c->clock = o->clock ? *o->clock : sp_clock_system();
     c->statements.release = finalize_statement;
     pthread_mutex_init(&c->mu, NULL);
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    int rc = sqlite3_open_v2(path, &c->db, flags, NULL);
+    int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     sp_store_rc kind = rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(c->db, rc, "open", err);
     if (kind == SP_STORE_OK)
-        kind = pragmas(c->db, err);
-    if (kind == SP_STORE_OK)
-        kind = sp_sqlite_schema_ensure(c->db, err);
+        kind = open_store_file(c, path, o, err);
     if (kind != SP_STORE_OK) {
         sq_close(c);
         return NULL;
@@ -337,9 +447,9 @@ static sq_conn *open_conn(const char *path, const sp_clock *clock, sp_error *err
     return c;
 }
 
-sp_store *sp_sqlite_open(const char *path, const sp_clock *clock, sp_error *err)
+sp_store *sp_sqlite_open(const char *path, const sp_store_open_opts *opts, sp_error *err)
 {
-    sq_conn *c = open_conn(path, clock, err);
+    sq_conn *c = open_conn(path, opts, err);
     if (!c)
         return NULL;
     sp_store *s = calloc(1, sizeof *s);
@@ -352,6 +462,6 @@ sp_store *sp_sqlite_open(const char *path, const sp_clock *clock, sp_error *err)
     s->driver = &SQLITE_DRIVER;
     s->conn = c;
     s->clock = c->clock;
-    s->has_clock = clock != NULL;
+    s->has_clock = opts->clock != NULL;
     return s;
 }

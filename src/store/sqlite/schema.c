@@ -124,6 +124,31 @@ static sp_store_rc initialize_locked(sqlite3 *db, sp_error *err)
     return src == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(db, src, "creating the schema", err);
 }
 
+sp_store_rc sp_sqlite_schema_check(sqlite3 *db, bool *empty, sp_error *err)
+{
+    long long version = 0, tables = 0, spore_tables = 0;
+    sp_store_rc rc = read_int(db, "PRAGMA user_version", &version, err);
+    if (rc == SP_STORE_OK)
+        rc = read_int(db, "SELECT count(*) FROM sqlite_master", &tables, err);
+    if (rc == SP_STORE_OK)
+        rc = read_int(db,
+                      "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                      " AND name IN ('meta', 'runs', 'events')",
+                      &spore_tables, err);
+    if (rc)
+        return rc;
+    *empty = version == 0 && tables == 0;
+    if (*empty)
+        return SP_STORE_OK;
+    if (version != 0 && (rc = sp_db_check_schema_version(version, err)))
+        return rc;
+    if (version == 0 || spore_tables != 3) {
+        sp_fail(err, "schema.unknown", "the database is not empty and is not a spore store");
+        return SP_STORE_INCOMPATIBLE;
+    }
+    return SP_STORE_OK;
+}
+
 sp_store_rc sp_sqlite_schema_ensure(sqlite3 *db, sp_error *err)
 {
     long long version = 0;

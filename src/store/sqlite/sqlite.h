@@ -16,8 +16,8 @@
 
 #define SP_SQLITE_BUSY_TIMEOUT_MS 5000
 
-/* Open (creating and initializing when new or empty) the store at `path`. */
-sp_store *sp_sqlite_open(const char *path, const sp_clock *clock, sp_error *err);
+/* Open the store at `path` (sp_store_open_with, store.h). */
+sp_store *sp_sqlite_open(const char *path, const sp_store_open_opts *opts, sp_error *err);
 
 /* Map an SQLite result code to a store failure kind with a stable code:
  * BUSY/LOCKED -> unavailable/store.busy, CORRUPT/NOTADB -> corrupt/store.corrupt,
@@ -31,5 +31,10 @@ sp_store_rc sp_sqlite_map(sqlite3 *db, int rc, const char *what, sp_error *err);
  * -> create version 1; a newer version -> incompatible/schema.too-new; 0
  * with foreign tables -> incompatible/schema.unknown. */
 sp_store_rc sp_sqlite_schema_ensure(sqlite3 *db, sp_error *err);
+
+/* Read, never write: *empty when the database has no tables and version 0
+ * (a new store); a spore store of a version this code reads -> OK; anything
+ * else -> store.corrupt (not a database), schema.unknown, schema.too-new. */
+sp_store_rc sp_sqlite_schema_check(sqlite3 *db, bool *empty, sp_error *err);
 
 #endif
