@@ -1,18 +1,33 @@
 # Thin wrapper over CMake/CTest (D1). `make demo` and `make test` install
-# missing Debian packages first (scripts/deps.sh).
+# missing Debian packages first (scripts/deps.sh <target>): the demo only
+# what the binary and its examples need, the tests also PostgreSQL, clang,
+# lld and the tools the suite drives.
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?= -DSPORE_WERROR=ON
 
-.PHONY: all deps configure build test demo bench crash-full clean
+.PHONY: all deps deps-demo configure configure-demo build test demo bench crash-full clean
 
 all: build
 
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh test
+
+deps-demo:
+	@scripts/deps.sh demo
 
 configure: deps
-	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DSPORE_TESTS=ON >/dev/null
+
+# A new build directory for the demo is configured without the test suite
+# (its tools are not installed for the demo); an existing one keeps what it
+# has, so `make test` then `make demo` rebuilds nothing.
+configure-demo: deps-demo
+	@if [ -f $(BUILD)/CMakeCache.txt ]; then \
+	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null; \
+	else \
+	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DSPORE_TESTS=OFF >/dev/null; \
+	fi
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -20,7 +35,9 @@ build: configure
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-demo: build
+# Only what the demo runs: spore, spore-step and the example runner.
+demo: configure-demo
+	@cmake --build $(BUILD) -j $(JOBS) --target spore_demo
 	@scripts/demo.sh $(BUILD)/spore
 
 bench: build

@@ -12,7 +12,8 @@
 #      fake provider;
 #   6. run examples/runners/detached-job.json: a WebAssembly runner, sealed
 #      into the workflow with its grants, starts a detached job;
-#   7. replay the golden kernel traces and say where to look next.
+#   7. replay the golden kernel traces (when ../shared/conformance is beside
+#      the clone) and say where to look next.
 set -euo pipefail
 spore=$(realpath "${1:-build/spore}")
 cd "$(dirname "$0")/.."
@@ -65,9 +66,11 @@ else
   echo "demo: $runner was not built (clang --target=wasm32 and lld are needed)" >&2
 fi
 
-step "spore trace ../shared/conformance/traces/*.json"
 if compgen -G "../shared/conformance/traces/*.json" >/dev/null; then
+  step "spore trace ../shared/conformance/traces/*.json"
   "$spore" trace ../shared/conformance/traces/*.json | tail -n 1
+else
+  step "spore trace: skipped (no conformance data in ../shared/conformance beside this clone)"
 fi
 
 cat <<MSG
@@ -75,7 +78,10 @@ cat <<MSG
 The demo database is $SPORE_DB. Next:
   $spore list --db $SPORE_DB
   $spore status $run_id --db $SPORE_DB --json
-  $spore run examples/unsafe-deploy.json --input '{"pauseSeconds":5}'   # kill -9 it mid-step, run it again: exit 4
+  $spore run examples/unsafe-deploy.json --key deploy-1 --input '{"pauseSeconds":5}' --db $SPORE_DB
+      # kill -9 it mid-step, then run the same line again (same --key): exit 4,
+      # the deploy may have happened and spore will not repeat it on its own
+  $spore resume <runId> --db $SPORE_DB     # go on with a run after signal or resolve
   examples/README.md     what each example shows
   docs/                  workflows, the CLI, durability and the kernel
 MSG

@@ -213,42 +213,47 @@ left=$(ls -A "$tmp/cwd")
 [ -z "$left" ] || fail "validate created files in its working directory: $left"
 
 # ---- trace: the golden corpus passes; a corrupted copy fails precisely ----
-all_traces=("$traces"/*.json)
-n=${#all_traces[@]}
-[ "$n" -ge 48 ] || fail "want the 48 golden traces in $traces, found $n"
-run trace-all trace "${all_traces[@]}"
-expect_rc 0 "spore trace on every golden trace"
-last=$(tail -n 1 <<<"$out")
-[ "$last" = "$n passed, 0 failed" ] || fail "spore trace: last line \"$last\", want \"$n passed, 0 failed\""
-pass_lines=$(grep -c '^PASS ' <<<"$out" || true)
-[ "$pass_lines" -eq "$n" ] || fail "spore trace: $pass_lines PASS lines, want $n"
+# (only where the conformance data is: a user's clone has none, CI has it)
+if ! compgen -G "$traces/*.json" >/dev/null; then
+  echo "test_validate.sh: skipped: the trace checks (no golden traces in $traces)"
+else
+  all_traces=("$traces"/*.json)
+  n=${#all_traces[@]}
+  [ "$n" -ge 48 ] || fail "want the 48 golden traces in $traces, found $n"
+  run trace-all trace "${all_traces[@]}"
+  expect_rc 0 "spore trace on every golden trace"
+  last=$(tail -n 1 <<<"$out")
+  [ "$last" = "$n passed, 0 failed" ] || fail "spore trace: last line \"$last\", want \"$n passed, 0 failed\""
+  pass_lines=$(grep -c '^PASS ' <<<"$out" || true)
+  [ "$pass_lines" -eq "$n" ] || fail "spore trace: $pass_lines PASS lines, want $n"
 
-run trace-json trace --json "$traces/01-linear-complete.json"
-expect_rc 0 "spore trace --json"
-jq -e '.format == "spore.cli/0.1" and .passed == 1 and .failed == 0
-       and .traces[0].name == "linear-complete" and .traces[0].passed == true' <<<"$out" >/dev/null 2>&1 ||
-  fail "spore trace --json: ${out:0:300}"
+  run trace-json trace --json "$traces/01-linear-complete.json"
+  expect_rc 0 "spore trace --json"
+  jq -e '.format == "spore.cli/0.1" and .passed == 1 and .failed == 0
+         and .traces[0].name == "linear-complete" and .traces[0].passed == true' <<<"$out" >/dev/null 2>&1 ||
+    fail "spore trace --json: ${out:0:300}"
 
-zero="sha256:0000000000000000000000000000000000000000000000000000000000000000"
-jq --arg z "$zero" '.steps[1].expect.snapshotDigest = $z' "$traces/01-linear-complete.json" >"$tmp/corrupt-digest.json"
-run trace-corrupt trace "$tmp/corrupt-digest.json"
-expect_rc 1 "spore trace on a corrupted snapshotDigest"
-grep -q "^FAIL linear-complete .*: step 1: snapshotDigest$" <<<"$out" ||
-  fail "corrupted snapshotDigest: no FAIL line naming step 1 and snapshotDigest: ${out:0:400}"
-grep -q "^  expected: \"$zero\"$" <<<"$out" || fail "corrupted snapshotDigest: expected value not shown: ${out:0:400}"
-grep -q '^  actual:   "sha256:[0-9a-f]\{64\}"$' <<<"$out" || fail "corrupted snapshotDigest: actual value not shown: ${out:0:400}"
-[ "$(tail -n 1 <<<"$out")" = "0 passed, 1 failed" ] || fail "corrupted snapshotDigest: last line \"$(tail -n 1 <<<"$out")\""
+  zero="sha256:0000000000000000000000000000000000000000000000000000000000000000"
+  jq --arg z "$zero" '.steps[1].expect.snapshotDigest = $z' "$traces/01-linear-complete.json" >"$tmp/corrupt-digest.json"
+  run trace-corrupt trace "$tmp/corrupt-digest.json"
+  expect_rc 1 "spore trace on a corrupted snapshotDigest"
+  grep -q "^FAIL linear-complete .*: step 1: snapshotDigest$" <<<"$out" ||
+    fail "corrupted snapshotDigest: no FAIL line naming step 1 and snapshotDigest: ${out:0:400}"
+  grep -q "^  expected: \"$zero\"$" <<<"$out" || fail "corrupted snapshotDigest: expected value not shown: ${out:0:400}"
+  grep -q '^  actual:   "sha256:[0-9a-f]\{64\}"$' <<<"$out" || fail "corrupted snapshotDigest: actual value not shown: ${out:0:400}"
+  [ "$(tail -n 1 <<<"$out")" = "0 passed, 1 failed" ] || fail "corrupted snapshotDigest: last line \"$(tail -n 1 <<<"$out")\""
 
-jq '.steps[0].expect.commands[0].payload.notBeforeMs = "1001"' "$traces/01-linear-complete.json" >"$tmp/corrupt-command.json"
-run trace-corrupt-cmd trace "$traces/01-linear-complete.json" "$tmp/corrupt-command.json"
-expect_rc 1 "spore trace with one corrupted command payload"
-grep -q "^FAIL linear-complete .*: step 0: commands\[0\]\.payload$" <<<"$out" ||
-  fail "corrupted command payload: no FAIL line naming step 0 and commands[0].payload: ${out:0:400}"
-[ "$(tail -n 1 <<<"$out")" = "1 passed, 1 failed" ] || fail "corrupted command payload: last line \"$(tail -n 1 <<<"$out")\""
+  jq '.steps[0].expect.commands[0].payload.notBeforeMs = "1001"' "$traces/01-linear-complete.json" >"$tmp/corrupt-command.json"
+  run trace-corrupt-cmd trace "$traces/01-linear-complete.json" "$tmp/corrupt-command.json"
+  expect_rc 1 "spore trace with one corrupted command payload"
+  grep -q "^FAIL linear-complete .*: step 0: commands\[0\]\.payload$" <<<"$out" ||
+    fail "corrupted command payload: no FAIL line naming step 0 and commands[0].payload: ${out:0:400}"
+  [ "$(tail -n 1 <<<"$out")" = "1 passed, 1 failed" ] || fail "corrupted command payload: last line \"$(tail -n 1 <<<"$out")\""
 
-run trace-missing trace "$tmp/no-such-trace.json"
-expect_rc 1 "spore trace on a missing file"
-grep -q "^FAIL .*no-such-trace.json: file.unreadable" <<<"$out" || fail "spore trace on a missing file: ${out:0:300}"
+  run trace-missing trace "$tmp/no-such-trace.json"
+  expect_rc 1 "spore trace on a missing file"
+  grep -q "^FAIL .*no-such-trace.json: file.unreadable" <<<"$out" || fail "spore trace on a missing file: ${out:0:300}"
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "test_validate.sh: $failures failed assertion(s) over $checks spore invocations" >&2
