@@ -117,6 +117,8 @@ struct sp_engine {
 
     sp_owner_host host; /* this process, recorded with each claim */
     int lock_fd;        /* flock held on <lock_dir>/<worker id>.lock, -1 if none */
+    struct dead_owner *dead; /* owners the sweep found dead (takeover.c); tick only */
+    size_t ndead, dead_cap;
 };
 
 /* engine.c */
@@ -200,7 +202,12 @@ char *engine_result_body(const sp_claim *claim, const sp_activity_output *out, s
 /* takeover.c (engine.md §11) */
 int engine_takeover_init(sp_engine *e, sp_error *err);
 void engine_takeover_close(sp_engine *e);
+/* True when the owner of a running attempt on this host is dead for certain;
+ * the verdict holds for all the owner's attempts until engine_takeover_tidy. */
 bool engine_owner_dead(sp_engine *e, const sp_due_item *item);
+/* After a sweep that went through every running attempt: remove the lock
+ * files of the owners found dead and forget them. */
+void engine_takeover_tidy(sp_engine *e);
 
 bool engine_same_key(const sp_run_key *a, const sp_run_key *b);
 

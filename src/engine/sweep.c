@@ -78,6 +78,7 @@ static int sweep_dead_owners(sp_engine *e, sp_tick_stats *stats, sp_error *err)
         if (result)
             return -1;
     } while (cursor);
+    engine_takeover_tidy(e); /* every attempt of the dead owners was expired */
     return 0;
 }
 

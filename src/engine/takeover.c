@@ -4,10 +4,15 @@
  * directory (next to the database) and records its host ID, PID and process
  * start time with each claim. A sweeper on the same host that can take the
  * lock of a running attempt's owner knows that owner is dead and may expire
- * the attempt at once (reason owner-dead) instead of waiting for the lease.
+ * every attempt of it at once (reason owner-dead) instead of waiting for the
+ * lease. The verdict is remembered per owner process for the sweep, and the
+ * dead owner's lock file is only removed after a sweep that went through all
+ * its attempts, so a worker's second, third, ... attempt gets the same
+ * verdict as its first, here and in every other sweeper on the host.
  *
- * Must never guess: another host, a missing lock file, or a lock that is
- * held all mean "not certainly dead", and the lease rules.
+ * Must never guess: another host, a missing lock file, a lock that is held,
+ * or an owner process that is still running all mean "not certainly dead",
+ * and the lease rules.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +76,9 @@ int engine_takeover_init(sp_engine *e, sp_error *err)
 
 void engine_takeover_close(sp_engine *e)
 {
+    free(e->dead);
+    e->dead = NULL;
+    e->ndead = e->dead_cap = 0;
     if (e->lock_fd < 0)
         return;
     char path[4200];
@@ -78,6 +86,66 @@ void engine_takeover_close(sp_engine *e)
     unlink(path);
     close(e->lock_fd);
     e->lock_fd = -1;
+}
+
+/* An owner process found dead by this sweep (its lock was free). */
+struct dead_owner {
+    char worker[SP_STORE_ID_MAX + 1];
+    int64_t pid;
+    uint64_t pid_started;
+};
+
+static bool same_process(const struct dead_owner *d, const sp_due_item *item)
+{
+    return d->pid == item->host.pid && d->pid_started == item->host.pid_started &&
+           strcmp(d->worker, item->attempt.owner) == 0;
+}
+
+/* Without a recorded start time a PID could have been reused: such an owner
+ * is never known, its lock file is asked every time (it is still there). */
+static bool known_dead(const sp_engine *e, const sp_due_item *item)
+{
+    if (!item->host.pid_started)
+        return false;
+    for (size_t i = 0; i < e->ndead; i++)
+        if (same_process(&e->dead[i], item))
+            return true;
+    return false;
+}
+
+/* Out of memory the owner is simply not remembered: its next attempt asks
+ * the lock file again, and the (harmless, free) file is not tidied. */
+static void remember_dead(sp_engine *e, const sp_due_item *item)
+{
+    for (size_t i = 0; i < e->ndead; i++)
+        if (same_process(&e->dead[i], item))
+            return;
+    if (e->ndead == e->dead_cap) {
+        size_t cap = e->dead_cap ? e->dead_cap * 2 : 4;
+        struct dead_owner *grown = realloc(e->dead, cap * sizeof *grown);
+        if (!grown)
+            return;
+        e->dead = grown;
+        e->dead_cap = cap;
+    }
+    struct dead_owner *d = &e->dead[e->ndead++];
+    snprintf(d->worker, sizeof d->worker, "%s", item->attempt.owner);
+    d->pid = item->host.pid;
+    d->pid_started = item->host.pid_started;
+}
+
+/* Opens <worker>'s lock file and tries its lock: the open descriptor when the
+ * lock was free (the worker is dead), -1 when the file is missing or held. */
+static int take_lock(const sp_engine *e, const char *worker)
+{
+    char path[4200];
+    lock_path(e, worker, path, sizeof path);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
 }
 
 bool engine_owner_dead(sp_engine *e, const sp_due_item *item)
@@ -90,16 +158,28 @@ bool engine_owner_dead(sp_engine *e, const sp_due_item *item)
     if (sp_process_start_time(item->host.pid, &started) &&
         started == item->host.pid_started)
         return false; /* the owner process is alive */
-    char path[4200];
-    lock_path(e, item->attempt.owner, path, sizeof path);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (known_dead(e, item))
+        return true;
+    int fd = take_lock(e, item->attempt.owner);
     if (fd < 0)
-        return false; /* no lock file: not certain */
-    bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0;
-    if (dead)
-        unlink(path); /* the owner is gone for good; tidy its file */
-    close(fd);
-    return dead;
+        return false; /* no lock file, or held: not certain */
+    close(fd);         /* the file stays for the owner's other attempts */
+    remember_dead(e, item);
+    return true;
+}
+
+void engine_takeover_tidy(sp_engine *e)
+{
+    char path[4200];
+    for (size_t i = 0; i < e->ndead; i++) {
+        int fd = take_lock(e, e->dead[i].worker);
+        if (fd < 0)
+            continue; /* gone already, or checked by another sweeper right now */
+        lock_path(e, e->dead[i].worker, path, sizeof path);
+        unlink(path); /* under the lock: the owner is gone for good */
+        close(fd);
+    }
+    e->ndead = 0;
 }
 
 int sp_engine_lock_dir(const sp_store *store, char *out, size_t n)
