@@ -312,8 +312,6 @@ static sp_store_rc pragmas(sqlite3 *db, sp_error *err)
 {
     static const char *const sql[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON",
                                       NULL};
-    sqlite3_extended_result_codes(db, 1);
-    sqlite3_busy_timeout(db, SP_SQLITE_BUSY_TIMEOUT_MS);
     sp_store_rc kind = wal(db, err);
     for (const char *const *q = sql; *q && kind == SP_STORE_OK; q++) {
         int rc = sqlite3_exec(db, *q, NULL, NULL, NULL);
@@ -438,6 +436,10 @@ static sq_conn *open_conn(const char *path, const sp_store_open_opts *o, sp_erro
     pthread_mutex_init(&c->mu, NULL);
     int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     sp_store_rc kind = rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(c->db, rc, "open", err);
+    if (kind == SP_STORE_OK) { /* before the first read: another process may be creating it */
+        sqlite3_extended_result_codes(c->db, 1);
+        sqlite3_busy_timeout(c->db, SP_SQLITE_BUSY_TIMEOUT_MS);
+    }
     if (kind == SP_STORE_OK)
         kind = open_store_file(c, path, o, err);
     if (kind != SP_STORE_OK) {
