@@ -23,14 +23,20 @@ static const char START_HELP[] =
 static const char RUN_HELP[] =
     "usage: spore run <workflow.json> [--input <json> | --input-file <path>] [--key <key>]\n"
     "                 [--db <path>] [--json] [--lease-ms N] [--heartbeat-ms N] [--poll-ms N]\n"
-    "                 [--grace-ms N]\n"
+    "                 [--grace-ms N] [--store-retry-ms N]\n"
     "\n"
     "Starts (or, with an existing --key, resumes) a run and works on it until it is\n"
     "terminal or parked. Kill it at any moment and run it again: completed steps\n"
     "never run twice.\n"
     "\n"
+    "A store that fails (read-only, full, unreachable) is reported on stderr within\n"
+    "a second and retried (100 ms doubling to 5 s); if it works again within\n"
+    "--store-retry-ms (default 60000), the run goes on as if nothing happened,\n"
+    "else spore run gives up with the store's error (exit 10).\n"
+    "\n"
     "Exit: 0 completed, 1 failed, 3 waiting for a signal, 4 needs intervention,\n"
-    "5 quarantined, 130 interrupted (SIGINT/SIGTERM after a graceful stop).\n";
+    "5 quarantined, 10 store or internal error, 130 interrupted (SIGINT/SIGTERM\n"
+    "after a graceful stop).\n";
 
 typedef struct start_args {
     const char *input, *input_file, *key;

@@ -14,12 +14,17 @@ int cli_drive(session *s, const sp_run_key *key, json_t *extra);
 static const char HELP[] =
     "usage: spore worker [--run <runId> --until-parked] [--db <path>] [--json]\n"
     "                    [--lease-ms N] [--heartbeat-ms N] [--poll-ms N] [--grace-ms N]\n"
+    "                    [--store-retry-ms N]\n"
     "\n"
     "Without flags: works on every run of the database until SIGINT/SIGTERM, then\n"
     "stops claiming, lets in-flight steps finish within the grace period and exits\n"
-    "130. Several workers may share one database.\n"
+    "130. Several workers may share one database. A store that fails (read-only,\n"
+    "full, unreachable) is reported on stderr within a second and every 10 s while\n"
+    "it fails, retried (100 ms doubling to 5 s) for as long as it takes, and\n"
+    "reported once more when it works again.\n"
     "With --run and --until-parked (only together): works on one run until it is\n"
-    "terminal or parked, with the exit codes of `spore run`.\n";
+    "terminal or parked, with the exit codes of `spore run`; a store that keeps\n"
+    "failing for --store-retry-ms (default 60000) ends it with exit 10.\n";
 
 static void serve_progress(void *ctx, uint32_t in_flight, uint64_t turns, uint64_t claimed,
                            uint64_t elapsed_ms)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 volatile sig_atomic_t cli_interrupted = 0;
 
@@ -39,6 +40,75 @@ int cli_parse_ms(const char *text, const char *name, uint64_t *out, sp_error *er
     return 0;
 }
 
+/* "3 s", "2.5 s" */
+static void seconds(uint64_t ms, char *out, size_t n)
+{
+    if (ms % 1000 == 0 || ms >= 100000)
+        snprintf(out, n, "%llu s", (unsigned long long)(ms / 1000));
+    else
+        snprintf(out, n, "%llu.%llu s", (unsigned long long)(ms / 1000),
+                 (unsigned long long)(ms % 1000 / 100));
+}
+
+static json_t *decimal(uint64_t v)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    return json_string(text);
+}
+
+/* {"progress": {"storeFault": {...}}} or {"progress": {"storeRecovered": {...}}}. */
+static json_t *store_fault_json(const sp_engine_fault *f)
+{
+    if (f->state == SP_FAULT_RECOVERED)
+        return json_pack("{s:{s:{s:s,s:s,s:o}}}", "progress", "storeRecovered", "code", f->code,
+                         "message", f->message, "failedForMs", decimal(f->failing_for_ms));
+    return json_pack("{s:{s:{s:s,s:s,s:o,s:o,s:o}}}", "progress", "storeFault", "code", f->code,
+                     "message", f->message, "retryInMs", decimal(f->retry_in_ms), "failingForMs",
+                     decimal(f->failing_for_ms), "giveUpAfterMs",
+                     f->give_up_after_ms ? decimal(f->give_up_after_ms) : json_null());
+}
+
+static void print_store_fault_text(const sp_engine_fault *f)
+{
+    char lasted[32], bound[32];
+    seconds(f->failing_for_ms, lasted, sizeof lasted);
+    seconds(f->give_up_after_ms, bound, sizeof bound);
+    flockfile(stderr);
+    if (isatty(STDERR_FILENO) && isatty(STDOUT_FILENO))
+        fputs("\r\033[K", stderr); /* over a progress line */
+    if (f->state == SP_FAULT_RECOVERED)
+        fprintf(stderr, "spore: the store works again (it failed for %s)\n", lasted);
+    else if (f->give_up_after_ms)
+        fprintf(stderr,
+                "spore: %s: %s — retrying in %llu ms (failing for %s, giving up after %s)\n",
+                f->code, f->message, (unsigned long long)f->retry_in_ms, lasted, bound);
+    else
+        fprintf(stderr, "spore: %s: %s — retrying in %llu ms (failing for %s; a worker retries "
+                        "until the store works again)\n",
+                f->code, f->message, (unsigned long long)f->retry_in_ms, lasted);
+    funlockfile(stderr);
+}
+
+/* The engine's store_fault hook: one line on stderr per report (text, or one
+ * JSON object a line with --json: stdout keeps the one final answer). */
+static void print_store_fault(void *ctx, const sp_engine_fault *f)
+{
+    const cli *c = ctx;
+    if (!c->json) {
+        print_store_fault_text(f);
+        return;
+    }
+    json_t *obj = store_fault_json(f);
+    if (obj)
+        json_object_set_new(obj, "format", json_string(CLI_FORMAT));
+    char *text = obj ? json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) : NULL;
+    if (text)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    json_decref(obj);
+}
+
 static int engine_config(session *s, sp_engine_config *cfg, sp_error *err)
 {
     *cfg = sp_engine_defaults();
@@ -46,11 +116,14 @@ static int engine_config(session *s, sp_engine_config *cfg, sp_error *err)
     if (cli_parse_ms(c->lease_ms, "--lease-ms", &cfg->lease_ms, err) ||
         cli_parse_ms(c->heartbeat_ms, "--heartbeat-ms", &cfg->heartbeat_ms, err) ||
         cli_parse_ms(c->poll_ms, "--poll-ms", &cfg->poll_ms, err) ||
-        cli_parse_ms(c->grace_ms, "--grace-ms", &cfg->shutdown_grace_ms, err))
+        cli_parse_ms(c->grace_ms, "--grace-ms", &cfg->shutdown_grace_ms, err) ||
+        cli_parse_ms(c->store_retry_ms, "--store-retry-ms", &cfg->store_retry_ms, err))
         return -1;
     if (sp_engine_lock_dir(s->store, s->lock_dir, sizeof s->lock_dir) == 0)
         cfg->lock_dir = s->lock_dir;
     cfg->interrupt = &cli_interrupted;
+    cfg->store_fault = print_store_fault;
+    cfg->store_fault_ctx = c;
     return 0;
 }
 

@@ -19,7 +19,8 @@ static int get_blob(void *ctx, const char *digest, void **bytes, size_t *len, sp
     engine_artifacts *a = ctx;
     bool found = false;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_get_blob(a->e->store, digest, bytes, len, &found, err));
+    ENGINE_RETRY_READ(a->e, rc, err,
+                      sp_store_get_blob(a->e->store, digest, bytes, len, &found, err));
     if (rc != SP_STORE_OK)
         return -1;
     return found ? 0 : 1;
@@ -44,7 +45,7 @@ static void audit(void *ctx, const char *kind, const char *body, size_t len)
     sp_late_evidence_res res;
     sp_error err = {0};
     sp_store_rc rc;
-    ENGINE_RETRY(rc, &err, sp_store_record_late_evidence(a->e->store, &req, &res, &err));
+    ENGINE_RETRY(a->e, rc, &err, sp_store_record_late_evidence(a->e->store, &req, &res, &err));
     (void)rc; /* best effort: the refusal itself already happened */
     sp_error_clear(&err);
 }

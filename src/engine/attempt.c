@@ -81,7 +81,7 @@ static void heartbeat(inflight *a)
     sp_heartbeat_res res;
     sp_error err = {0};
     sp_store_rc rc;
-    ENGINE_RETRY(rc, &err, sp_store_heartbeat(e->store, &req, &res, &err));
+    ENGINE_RETRY(e, rc, &err, sp_store_heartbeat(e->store, &req, &res, &err));
     if (rc == SP_STORE_STALE) {
         a->lost = true;
         sp_stop_fire(&a->stop);
@@ -143,7 +143,7 @@ static void on_progress(void *ctx, const char *event_json, size_t len)
         sp_late_evidence_res res;
         sp_error err = {0};
         sp_store_rc rc;
-        ENGINE_RETRY(rc, &err, sp_store_record_late_evidence(e->store, &req, &res, &err));
+        ENGINE_RETRY(e, rc, &err, sp_store_record_late_evidence(e->store, &req, &res, &err));
         (void)rc; /* a view's detail: losing one never changes the attempt */
         sp_error_clear(&err);
     }
@@ -167,7 +167,7 @@ static void keep_late(sp_engine *e, const sp_attempt_ref *ref, const char *body,
     sp_late_evidence_res res;
     sp_error err = {0};
     sp_store_rc rc;
-    ENGINE_RETRY(rc, &err, sp_store_record_late_evidence(e->store, &req, &res, &err));
+    ENGINE_RETRY(e, rc, &err, sp_store_record_late_evidence(e->store, &req, &res, &err));
     sp_error_clear(&err);
 }
 
@@ -185,7 +185,7 @@ sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const
     sp_finish_req req = {*ref, request_id, {body, len, digest}};
     sp_finish_res res;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_finish_attempt(e->store, &req, &res, err));
+    ENGINE_RETRY(e, rc, err, sp_store_finish_attempt(e->store, &req, &res, err));
     if (rc == SP_STORE_STALE)
         keep_late(e, ref, body, len, late_kind);
     return rc;
@@ -224,7 +224,7 @@ static void hold(inflight *a, const sp_activity_output *out)
                            .deadline_in_ms = spec.timeout_ms};
         sp_heartbeat_res res;
         sp_store_rc rc;
-        ENGINE_RETRY(rc, &err, sp_store_hold_attempt(e->store, &req, &res, &err));
+        ENGINE_RETRY(e, rc, &err, sp_store_hold_attempt(e->store, &req, &res, &err));
         if (rc == SP_STORE_STALE)
             record_late(a, handle, strlen(handle), "handle-after-lease-expired");
         sp_error_clear(&err);

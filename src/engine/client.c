@@ -97,7 +97,7 @@ static int create(sp_engine *e, const sp_validated *v, const json_t *input, sp_r
                              v->package_len, NULL, {body, len, digest}};
     sp_create_run_res res;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_create_run(e->store, &req, &res, err));
+    ENGINE_RETRY(e, rc, err, sp_store_create_run(e->store, &req, &res, err));
     free(body);
     if (rc == SP_STORE_OK) {
         out->key = res.key;
@@ -121,7 +121,7 @@ static int put_blobs(sp_engine *e, const sp_seal_set *blobs, sp_error *err)
 {
     for (size_t i = 0; i < blobs->n; i++) {
         sp_store_rc rc;
-        ENGINE_RETRY(rc, err, sp_store_put_blob(e->store, blobs->items[i].digest,
+        ENGINE_RETRY(e, rc, err, sp_store_put_blob(e->store, blobs->items[i].digest,
                                                 blobs->items[i].bytes, blobs->items[i].len, err));
         if (rc != SP_STORE_OK)
             return -1;
@@ -195,7 +195,7 @@ static int append(sp_engine *e, const sp_run_key *key, const char *request_id,
     sp_append_event_req req = {*key, request_id, event_id, kind, {body, len, digest}};
     sp_append_event_res res;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_append_event(e->store, &req, &res, err));
+    ENGINE_RETRY(e, rc, err, sp_store_append_event(e->store, &req, &res, err));
     free(body);
     if (rc != SP_STORE_OK)
         return -1;
@@ -276,7 +276,7 @@ int sp_engine_release(sp_engine *e, const sp_run_key *key, sp_disposition *dispo
     sp_release_req req = {*key, request_id};
     sp_flag_res res;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_release_run(e->store, &req, &res, err));
+    ENGINE_RETRY(e, rc, err, sp_store_release_run(e->store, &req, &res, err));
     if (rc != SP_STORE_OK)
         return -1;
     *disposition = res.disposition;

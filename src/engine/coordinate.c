@@ -25,7 +25,7 @@ static int quarantine(sp_engine *e, const sp_run_key *key, uint64_t revision, co
     sp_quarantine_req req = {*key, request_id, revision, code, details};
     sp_flag_res res;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_quarantine_run(e->store, &req, &res, err));
+    ENGINE_RETRY(e, rc, err, sp_store_quarantine_run(e->store, &req, &res, err));
     if (rc == SP_STORE_OK) {
         stats->quarantined++;
         return 0;
@@ -74,7 +74,7 @@ static turn_result commit(sp_engine *e, const sp_turn *t, const sp_kernel_decisi
                               d->ndiagnostics};
     sp_commit_turn_res res;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_commit_turn(e->store, &req, &res, err));
+    ENGINE_RETRY(e, rc, err, sp_store_commit_turn(e->store, &req, &res, err));
     free(cmds);
     free(diags);
     if (rc == SP_STORE_OK) {

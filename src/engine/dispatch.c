@@ -45,7 +45,7 @@ static bool confirm_duplicate(sp_engine *e, const sp_claim *claim, sp_error *err
     sp_heartbeat_req req = {claim->attempt, request_id, e->cfg.lease_ms};
     sp_heartbeat_res res;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_heartbeat(e->store, &req, &res, err));
+    ENGINE_RETRY(e, rc, err, sp_store_heartbeat(e->store, &req, &res, err));
     bool ok = rc == SP_STORE_OK && res.disposition == SP_APPLIED;
     sp_error_clear(err);
     return ok;
@@ -80,7 +80,7 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
                         .host = e->host};
     sp_claim claim;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_claim_attempt(e->store, &req, &claim, err));
+    ENGINE_RETRY(e, rc, err, sp_store_claim_attempt(e->store, &req, &claim, err));
     if (rc != SP_STORE_OK) {
         if (sp_store_rc_transient(rc)) {
             stats->store_unavailable = true;

@@ -28,6 +28,7 @@ sp_engine_config sp_engine_defaults(void)
         .max_concurrent_activities = 4,
         .turns_per_run = 32,
         .limits = SP_KERNEL_DEFAULT_LIMITS,
+        .store_retry_ms = 60000,
     };
 }
 
@@ -51,6 +52,8 @@ static uint64_t mono_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+uint64_t engine_mono_ms(void) { return mono_ns() / 1000000u; }
 
 void engine_request_id(sp_engine *e, const char *op, const char *subject, char *out, size_t n)
 {
@@ -103,10 +106,12 @@ sp_engine *sp_engine_new(sp_store *store, const sp_engine_config *config, sp_err
     if (!e->cfg.max_concurrent_activities) e->cfg.max_concurrent_activities = d.max_concurrent_activities;
     if (!e->cfg.turns_per_run) e->cfg.turns_per_run = d.turns_per_run;
     if (!e->cfg.limits.microsteps) e->cfg.limits = d.limits;
+    if (!e->cfg.store_retry_ms) e->cfg.store_retry_ms = d.store_retry_ms;
     atomic_init(&e->counter, 0);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->settled_cv, NULL);
     pthread_mutex_init(&e->packages_mu, NULL);
+    engine_fault_init(e);
     if (init_identity(e, err) || engine_takeover_init(e, err)) {
         sp_engine_free(e);
         return NULL;
@@ -132,6 +137,7 @@ void sp_engine_free(sp_engine *e)
     pthread_mutex_destroy(&e->packages_mu);
     pthread_cond_destroy(&e->settled_cv);
     pthread_mutex_destroy(&e->mu);
+    engine_fault_destroy(e);
     free(e);
 }
 
@@ -225,18 +231,24 @@ void sp_engine_shutdown(sp_engine *e)
 int sp_engine_serve(sp_engine *e, sp_error *err)
 {
     uint64_t begun = mono_ns(), turns = 0, claimed = 0;
+    unsigned failed_ticks = 0;
+    engine_fault_serving(e, true);
     while (!engine_interrupted(e)) {
         sp_tick_stats stats;
-        if (sp_engine_tick(e, &stats, err))
+        if (sp_engine_tick(e, &stats, err)) {
+            engine_fault_serving(e, false);
             return -1;
+        }
         turns += stats.applied;
         claimed += stats.claimed;
         if (e->cfg.serve_progress)
             e->cfg.serve_progress(e->cfg.serve_progress_ctx, in_flight(e), turns, claimed,
                                   (mono_ns() - begun) / 1000000u);
-        if (sp_tick_idle(&stats))
-            wait_settled(e, e->cfg.poll_ms);
+        uint64_t backoff = engine_fault_pass(e, stats.store_unavailable, &failed_ticks, err);
+        if (backoff || sp_tick_idle(&stats))
+            wait_settled(e, backoff ? backoff : e->cfg.poll_ms);
     }
+    engine_fault_serving(e, false);
     sp_engine_shutdown(e);
     sp_tick_stats stats;
     sp_error ignored = {0};

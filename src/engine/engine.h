@@ -27,6 +27,24 @@
 
 struct sp_native_registry;
 
+/* A failing store, as the engine reports it to its store_fault hook: a
+ * store call kept failing with a transient kind (unavailable,
+ * unknown-commit: a read-only or full disk, an unreachable server, a store
+ * busy for longer than its timeout), or it works again. */
+typedef enum sp_fault_state {
+    SP_FAULT_FAILING,   /* still failing: being retried */
+    SP_FAULT_RECOVERED, /* a write went through again */
+} sp_fault_state;
+
+typedef struct sp_engine_fault {
+    sp_fault_state state;
+    const char *code;          /* store.io, store.busy, ... (unknown-commit: store.io) */
+    const char *message;       /* what failed: "<operation>: <the store's message>" */
+    uint64_t retry_in_ms;      /* FAILING: when the failed call is tried again */
+    uint64_t failing_for_ms;   /* since the fault's first failure */
+    uint64_t give_up_after_ms; /* the bound; 0: never (serve) */
+} sp_engine_fault;
+
 typedef struct sp_engine_config {
     const char *tenant;    /* default "default" */
     const char *worker_id; /* default worker-<pid hex>-<nanos hex>-<counter> */
@@ -53,6 +71,16 @@ typedef struct sp_engine_config {
     void (*serve_progress)(void *ctx, uint32_t in_flight, uint64_t turns, uint64_t claimed,
                            uint64_t elapsed_ms);
     void *serve_progress_ctx;
+    /* How long a failing store is retried (every call with the identical
+     * request) before the call - and run_until_parked - gives up with the
+     * fault's code: 60000 (0 = the default). serve() never gives up. */
+    uint64_t store_retry_ms;
+    /* Optional: told when the store keeps failing (once it has failed for
+     * half a second, then every 10 s while it does) and once when it works
+     * again. Called from any engine thread (attempt threads too), never twice
+     * at once; it must not call the engine. */
+    void (*store_fault)(void *ctx, const sp_engine_fault *fault);
+    void *store_fault_ctx;
 } sp_engine_config;
 
 /* Defaults of engine.md §1 (a struct literal callers can adjust). */
@@ -80,7 +108,9 @@ int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err);
 bool sp_tick_idle(const sp_tick_stats *s);
 
 /* Repeat tick() until the interrupt flag is set, then shut down
- * gracefully. Returns 0 (interrupted after a graceful shutdown). */
+ * gracefully. Returns 0 (interrupted after a graceful shutdown). A failing
+ * store is retried until it works again, however long that takes (backing
+ * off from 100 ms to 5 s between ticks; store_fault hears of it). */
 int sp_engine_serve(sp_engine *e, sp_error *err);
 
 typedef enum sp_park {
@@ -98,7 +128,10 @@ typedef void (*sp_progress_fn)(void *ctx, const sp_run_view *run, uint64_t elaps
 
 /* Tick until the run is terminal, waiting / needs-intervention with no
  * pending event, or quarantined, and nothing of it is in flight here. After
- * an interrupt: graceful shutdown, one more coordination, SP_PARK_INTERRUPTED. */
+ * an interrupt: graceful shutdown, one more coordination, SP_PARK_INTERRUPTED.
+ * A failing store is retried (backing off from 100 ms to 5 s between ticks)
+ * until it works again or the fault outlasts store_retry_ms: then -1 with
+ * the fault's code (store.io, ...). */
 int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *park,
                                sp_progress_fn progress, void *progress_ctx, sp_error *err);
 

@@ -1,7 +1,7 @@
 /*
  * internal.h - the engine's own state, shared by its modules (engine.c,
  * coordinate.c, sweep.c, dispatch.c, attempt.c, client.c, park.c,
- * packages.c, takeover.c). Not part of the engine's interface.
+ * packages.c, takeover.c, fault.c). Not part of the engine's interface.
  */
 #ifndef SPORE_ENGINE_INTERNAL_H
 #define SPORE_ENGINE_INTERNAL_H
@@ -17,7 +17,6 @@
 
 #define ENGINE_PAGE 256
 #define PACKAGE_CACHE_SIZE 16
-#define STORE_RETRIES 100
 
 /* One attempt in flight in this engine. */
 typedef struct inflight {
@@ -87,6 +86,18 @@ typedef struct package_overflow {
     sp_workflow *wf;
 } package_overflow;
 
+/* A failing store, as this engine saw it (fault.c; guarded by mu). */
+typedef struct engine_fault {
+    pthread_mutex_t mu;
+    bool serving;  /* serve() runs: never give up */
+    bool failing;  /* a fault is going on */
+    bool writes;   /* one of its failures was a write */
+    bool reported; /* the store_fault hook heard of it */
+    uint64_t since_ms, reported_ms; /* monotonic */
+    char code[SP_CODE_MAX];
+    char message[SP_MESSAGE_MAX];
+} engine_fault;
+
 struct sp_engine {
     sp_store *store;
     sp_engine_config cfg;
@@ -95,6 +106,7 @@ struct sp_engine {
     char nonce[33];
     char base_dir[4096];
     atomic_ulong counter;
+    engine_fault fault; /* fault.c */
 
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t settled_cv;
@@ -124,18 +136,42 @@ struct sp_engine {
 /* engine.c */
 void engine_request_id(sp_engine *e, const char *op, const char *subject, char *out, size_t n);
 void engine_sleep_ms(uint64_t ms);
+uint64_t engine_mono_ms(void);
 bool engine_interrupted(const sp_engine *e);
-/* Retry a mutation while the store answers a transient kind (engine.md §1). */
-#define ENGINE_RETRY(rc, err, call)                                                      \
+/* Retry a store call with the identical request while the store answers a
+ * transient kind (unavailable, unknown-commit), on fault.c's schedule, until
+ * it answers, the engine abandons its attempts, or the fault outlasts
+ * store_retry_ms (serve() never gives up) - or half a second once shutdown
+ * began. A write's success ends a fault; a read's only a fault of reads. */
+#define ENGINE_RETRY_AS(e, write, rc, err, call)                                         \
     do {                                                                                 \
-        for (int try_ = 1;; try_++) {                                                    \
+        for (unsigned try_ = 1;; try_++) {                                               \
             (rc) = (call);                                                               \
-            if (!sp_store_rc_transient(rc) || try_ >= STORE_RETRIES)                     \
+            if (!engine_retry_again((e), (write), #call, (rc), try_, (err)))             \
                 break;                                                                   \
-            sp_error_clear(err);                                                         \
-            engine_sleep_ms(10u * (unsigned)(try_ < 20 ? try_ : 20));                   \
         }                                                                                \
     } while (0)
+#define ENGINE_RETRY(e, rc, err, call) ENGINE_RETRY_AS(e, true, rc, err, call)
+#define ENGINE_RETRY_READ(e, rc, err, call) ENGINE_RETRY_AS(e, false, rc, err, call)
+
+/* fault.c: the store's faults (engine.md §1). */
+void engine_fault_init(sp_engine *e);
+void engine_fault_destroy(sp_engine *e);
+/* ENGINE_RETRY's step: note the answer; true after sleeping when the call
+ * is to be tried again (err cleared), false to stop (err kept, or - past the
+ * bound - the give-up error of engine_fault_give_up). */
+bool engine_retry_again(sp_engine *e, bool write, const char *call, sp_store_rc rc,
+                        unsigned try_number, sp_error *err);
+/* The loops' step after a pass: `failed` when the store failed it (its
+ * error in err, cleared here). Returns the backoff to wait before the next
+ * pass (100 ms doubling to 5 s over *streak failed passes), 0 after a pass
+ * that worked. */
+uint64_t engine_fault_pass(sp_engine *e, bool failed, unsigned *streak, sp_error *err);
+/* -1 with the give-up error (the fault's code) once a fault has outlasted
+ * store_retry_ms; *left_ms (if given) is the time until then. */
+int engine_fault_give_up(sp_engine *e, uint64_t *left_ms, sp_error *err);
+/* serve() never gives up on a failing store while it runs. */
+void engine_fault_serving(sp_engine *e, bool serving);
 
 /* packages.c: the workflow of a package digest, loaded once (NULL +
  * package.missing / kernel failure code on error). The pointer stays valid
@@ -171,6 +207,10 @@ typedef int (*engine_due_visitor)(sp_engine *e, const sp_due_item *item, void *c
                                   sp_error *err);
 int engine_each_due(sp_engine *e, sp_tick_stats *stats, engine_due_visitor visit, void *ctx,
                     sp_error *err);
+
+/* client.c: `s` is 1 to `max` characters of [A-Za-z0-9_.:-] (run, message,
+ * request IDs, start keys, signal names); usage.invalid-value naming `what`. */
+int engine_check_token(const char *what, const char *s, size_t max, sp_error *err);
 
 /* A run's view; run.not-found when it does not exist. */
 int engine_get_run(sp_engine *e, const sp_run_key *key, sp_run_view *view, sp_error *err);

@@ -4,22 +4,16 @@
  * nothing of it is in flight in this engine.
  *
  * Must never return while an attempt of the run is still in flight here
- * (except after an interrupt, when a graceful shutdown came first), and must
- * return after shutdown even for a run that still needs an activity.
+ * (except after an interrupt, when a graceful shutdown came first, or after
+ * giving up on a store that kept failing: the caller frees the engine, which
+ * abandons the attempt to its lease), and must return after shutdown even
+ * for a run that still needs an activity.
  */
 #include <string.h>
-#include <time.h>
 
 #include "engine/internal.h"
 #include "json/json.h"
 #include "runners/registry.h"
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* The running step waits on someone no local hook can observe: an external
  * step (claimed or not), a held async step with neither a probe nor a watch
@@ -78,43 +72,81 @@ static int interrupted(sp_engine *e, const sp_run_key *key, sp_park *park, sp_er
     return 0;
 }
 
+/* One pass for the run: sweep, held attempts, coordinate, dispatch. -1 only
+ * for an error that is not the store's transient kind (stats tells). */
+static int pass(sp_engine *e, const sp_run_key *key, sp_tick_stats *stats, sp_error *err)
+{
+    memset(stats, 0, sizeof *stats);
+    engine_attempts_reap(e, false);
+    pthread_mutex_lock(&e->mu);
+    stats->settled = e->settled;
+    e->settled = 0;
+    pthread_mutex_unlock(&e->mu);
+    if ((engine_sweep(e, stats, err) || engine_held_tick(e, stats, err) ||
+         engine_coordinate(e, stats, key, err) || engine_dispatch(e, stats, key, err)) &&
+        !stats->store_unavailable)
+        return -1;
+    return 0;
+}
+
+typedef enum look_result { LOOK_ON, LOOK_PARKED, LOOK_ERROR } look_result;
+
+/* Read the run back: parked (and nothing of it in flight here), or not yet;
+ * a transient read failure marks the pass failed. */
+static look_result look(sp_engine *e, const sp_run_key *key, sp_park *park,
+                        sp_progress_fn progress, void *progress_ctx, uint64_t started,
+                        sp_tick_stats *stats, sp_error *err)
+{
+    sp_run_view view;
+    bool found = false;
+    sp_error read_err = {0};
+    sp_store_rc rc = sp_store_get_run(e->store, key, &view, &found, &read_err);
+    if (sp_store_rc_transient(rc)) {
+        if (!stats->store_unavailable)
+            sp_error_move(err, &read_err);
+        sp_error_clear(&read_err);
+        stats->store_unavailable = true;
+        return LOOK_ON;
+    }
+    if (rc != SP_STORE_OK) {
+        sp_error_move(err, &read_err);
+        return LOOK_ERROR;
+    }
+    if (!found) {
+        sp_fail(err, "run.not-found", "no run %s", key->run_id);
+        return LOOK_ERROR;
+    }
+    if (progress)
+        progress(progress_ctx, &view, engine_mono_ms() - started);
+    bool done = parked(e, &view, park) && !engine_run_in_flight(e, key);
+    sp_run_view_free(&view);
+    return done ? LOOK_PARKED : LOOK_ON;
+}
+
 int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *park,
                                sp_progress_fn progress, void *progress_ctx, sp_error *err)
 {
-    uint64_t started = now_ms();
+    uint64_t started = engine_mono_ms(), left_ms = 0;
+    unsigned failed_passes = 0;
     for (;;) {
         if (engine_interrupted(e))
             return interrupted(e, key, park, err);
         sp_tick_stats stats;
-        memset(&stats, 0, sizeof stats);
-        engine_attempts_reap(e, false);
-        pthread_mutex_lock(&e->mu);
-        stats.settled = e->settled;
-        e->settled = 0;
-        pthread_mutex_unlock(&e->mu);
-        if ((engine_sweep(e, &stats, err) || engine_held_tick(e, &stats, err) ||
-             engine_coordinate(e, &stats, key, err) ||
-             engine_dispatch(e, &stats, key, err)) &&
-            !stats.store_unavailable)
+        if (pass(e, key, &stats, err))
             return -1;
-        sp_error_clear(err);
-        sp_run_view view;
-        bool found = false;
-        sp_store_rc rc = sp_store_get_run(e->store, key, &view, &found, err);
-        if (rc != SP_STORE_OK && !sp_store_rc_transient(rc))
+        if (!stats.store_unavailable)
+            sp_error_clear(err);
+        look_result r = look(e, key, park, progress, progress_ctx, started, &stats, err);
+        if (r == LOOK_PARKED)
+            sp_error_clear(err);
+        if (r != LOOK_ON)
+            return r == LOOK_PARKED ? 0 : -1;
+        uint64_t backoff = engine_fault_pass(e, stats.store_unavailable, &failed_passes, err);
+        if (engine_fault_give_up(e, &left_ms, err))
             return -1;
-        if (rc == SP_STORE_OK && !found)
-            return sp_fail(err, "run.not-found", "no run %s", key->run_id);
-        if (rc == SP_STORE_OK) {
-            if (progress)
-                progress(progress_ctx, &view, now_ms() - started);
-            bool done = parked(e, &view, park) && !engine_run_in_flight(e, key);
-            sp_run_view_free(&view);
-            if (done)
-                return 0;
-        }
-        sp_error_clear(err);
-        if (sp_tick_idle(&stats))
+        if (backoff)
+            engine_wait(e, backoff < left_ms ? backoff : left_ms);
+        else if (sp_tick_idle(&stats))
             engine_wait(e, e->cfg.poll_ms);
     }
 }

@@ -108,7 +108,7 @@ static int try_claim(sp_engine *e, const sp_due_item *item, const char *actor, c
     sp_async_spec_free(&spec);
     sp_claim c;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_claim_attempt(e->store, &req, &c, err));
+    ENGINE_RETRY(e, rc, err, sp_store_claim_attempt(e->store, &req, &c, err));
     if (rc != SP_STORE_OK) {
         if (sp_store_rc_transient(rc))
             return -1;
@@ -206,7 +206,7 @@ int sp_engine_step_renew(sp_engine *e, const char *token, uint64_t *lease_until_
     sp_async_spec_free(&spec);
     sp_heartbeat_res res;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_heartbeat(e->store, &req, &res, err));
+    ENGINE_RETRY(e, rc, err, sp_store_heartbeat(e->store, &req, &res, err));
     if (rc != SP_STORE_OK)
         return -1;
     *lease_until_ms = res.lease_until_ms;
@@ -307,7 +307,7 @@ int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id
             sp_expire_req req = {ref, request_id, SP_EXPIRE_ABANDONED};
             sp_finish_res res;
             sp_store_rc src;
-            ENGINE_RETRY(src, err, sp_store_expire_attempt(e->store, &req, &res, err));
+            ENGINE_RETRY(e, src, err, sp_store_expire_attempt(e->store, &req, &res, err));
             rc = src == SP_STORE_OK ? 0 : -1;
             break;
         }

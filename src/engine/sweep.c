@@ -21,7 +21,7 @@ int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reas
     sp_expire_req req = {*ref, request_id, reason};
     sp_finish_res res;
     sp_store_rc rc;
-    ENGINE_RETRY(rc, err, sp_store_expire_attempt(e->store, &req, &res, err));
+    ENGINE_RETRY(e, rc, err, sp_store_expire_attempt(e->store, &req, &res, err));
     if (rc == SP_STORE_OK) {
         if (res.disposition == SP_APPLIED)
             stats->expired++;
