@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "json/decimal.h"
+#include "sandbox/sandbox.h"
 
 static const char *const MEMBERS[] = {
     "kind",       "stepCli",    "systemPrompt", "outputSchema", "timeoutMs",
@@ -104,25 +105,6 @@ static bool path_clean(const char *p)
     return true;
 }
 
-/* Paths the sandbox owns: a readable/writable entry may not be one of the
- * system directories itself, nor land in the sandbox's own trees. */
-static bool path_reserved(const char *p)
-{
-    static const char *const exact[] = {"/", "/usr", "/bin", "/sbin", "/lib", "/lib64",
-                                        "/etc", "/tmp", "/var", NULL};
-    static const char *const trees[] = {"/proc", "/dev", "/spore", "/var/secrets", NULL};
-    for (const char *const *r = exact; *r; r++)
-        if (strcmp(p, *r) == 0 || (strlen(p) == strlen(*r) + 1 && strncmp(p, *r, strlen(*r)) == 0 &&
-                                   p[strlen(p) - 1] == '/'))
-            return true;
-    for (const char *const *r = trees; *r; r++) {
-        size_t n = strlen(*r);
-        if (strncmp(p, *r, n) == 0 && (p[n] == '\0' || p[n] == '/'))
-            return true;
-    }
-    return false;
-}
-
 static int paths(const char *id, const json_t *a, const char *what, char ***out, sp_error *err)
 {
     if (!a) {
@@ -134,9 +116,10 @@ static int paths(const char *id, const json_t *a, const char *what, char ***out,
     for (char **p = *out; *p; p++) {
         if (!path_clean(*p))
             return invalid(err, id, "%s entry \"%s\" has a \".\" or \"..\" component", what, *p);
-        if ((*p)[0] == '/' && path_reserved(*p))
-            return invalid(err, id, "%s entry \"%s\" would cover a directory the sandbox "
-                           "provides itself", what, *p);
+        if ((*p)[0] == '/' && sp_sandbox_path_reserved(*p))
+            return invalid(err, id, "%s entry \"%s\" would %s", what, *p,
+                           strcmp(*p, "/") == 0 ? "grant the whole file system"
+                                                : "cover a directory the sandbox provides itself");
     }
     return 0;
 }

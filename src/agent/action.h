@@ -13,8 +13,10 @@
  *
  * sandbox: transport ("local" default | "exec"), network ("none" default |
  * "host"), reuse ("none" default | "run"), readable and writable (paths,
- * relative to the engine's base directory or absolute, no "..", mounted at
- * the same absolute path, read-only / read-write), maxMessageBytes (decimal
+ * relative to the engine's base directory or absolute, no "..", not a path
+ * the sandbox provides itself (sp_sandbox_path_reserved), mounted at the
+ * same absolute path, read-only / read-write; their symlinks are resolved
+ * and checked when the sandbox is built, see sandbox.h), maxMessageBytes (decimal
  * string, default 1 MiB). exec only: command (the prefix argv, required),
  * lostStreamExit (integer 1..255, default 255), workRoot (absolute, default
  * /tmp), hostWorkRoot (absolute: where workRoot is visible on this machine,

@@ -17,6 +17,10 @@
  * - Local transport: the sandbox counts as built once the wrapper's
  *   `step-pid=` line arrives on stderr; bwrap ending without it is
  *   agent.sandbox-unavailable with bwrap's own first line.
+ * - Local transport: readable / writable are resolved, checked and pinned
+ *   before the sandbox is acquired, and bwrap mounts the pinned descriptors
+ *   (handed over at SP_PROC_PASS_FD...); a refusal is agent.grant-refused
+ *   (sandbox.h has the rules).
  * - Exec transport: the lost-stream exit code before any byte is
  *   agent.exec-unavailable (the exec never started); after a byte it is a
  *   lost stream.
@@ -109,7 +113,9 @@ typedef struct plan {
     sp_sandbox *sandbox;
     char *step_host;   /* stepCli[0] on this machine (local) */
     char *step_inside; /* ... and inside the sandbox */
-    strv argv, envp, inside_env, files_host, files_inside, readable, writable;
+    strv argv, envp, inside_env, files_host, files_inside;
+    sp_sandbox_grants grants; /* readable / writable, resolved and pinned (local) */
+    int *grant_fds;           /* their descriptors, in order: handed to bwrap */
     char *run_dir_host;
     char *result_path;
     bool result_reachable;
@@ -240,16 +246,6 @@ static char *resolve_step_cli(const char *name, const char *base_dir)
     return real;
 }
 
-static char *absolute(const char *path, const char *base)
-{
-    char *out = NULL;
-    if (path[0] == '/')
-        return strdup(path);
-    if (asprintf(&out, "%s/%s", base ? base : ".", path) < 0)
-        return NULL;
-    return out;
-}
-
 static const char *base_dir(const plan *p)
 {
     static __thread char cwd[PATH_MAX];
@@ -306,26 +302,31 @@ static bool write_file(const char *path, const char *data, size_t len)
 
 static void unavailable(sp_agent_outcome *o, sp_error *err)
 {
+    json_t *details = err->details;
+    err->details = NULL;
     sp_agent_outcome_fail(o, err->code[0] ? err->code : "agent.sandbox-unavailable", false, false,
-                          SP_BREAKER_NONE, NULL, "%s", err->message);
+                          SP_BREAKER_NONE, details, "%s", err->message);
     sp_error_clear(err);
 }
 
-static bool paths_exist(plan *p, char **list, strv *out, const char *what, sp_agent_outcome *o)
+/* readable / writable: resolved, checked and pinned (sandbox.h, grants). */
+static bool resolve_grants(plan *p, sp_agent_outcome *o)
 {
-    for (char **e = list; e && *e; e++) {
-        char *abs = absolute(*e, base_dir(p));
-        struct stat st;
-        if (!abs || stat(abs, &st)) {
-            sp_agent_outcome_fail(o, "agent.sandbox-unavailable", false, false, SP_BREAKER_NONE,
-                                  NULL, "sandbox.%s entry %s does not exist", what,
-                                  abs ? abs : *e);
-            free(abs);
-            return false;
-        }
-        sv_add(out, abs);
-        free(abs);
+    sp_error err = {0};
+    if (sp_sandbox_grants_resolve((const char *const *)p->action.sandbox.readable,
+                                  (const char *const *)p->action.sandbox.writable, base_dir(p),
+                                  &p->grants, &err)) {
+        unavailable(o, &err);
+        return false;
     }
+    p->grant_fds = calloc(p->grants.n ? p->grants.n : 1, sizeof *p->grant_fds);
+    if (!p->grant_fds) {
+        sp_agent_outcome_fail(o, "runtime.out-of-memory", true, false, SP_BREAKER_NONE, NULL,
+                              "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < p->grants.n; i++)
+        p->grant_fds[i] = p->grants.v[i].fd;
     return true;
 }
 
@@ -337,8 +338,7 @@ static bool plan_local(plan *p, sp_agent_outcome *o)
         unavailable(o, &err);
         return false;
     }
-    if (!paths_exist(p, p->action.sandbox.readable, &p->readable, "readable", o) ||
-        !paths_exist(p, p->action.sandbox.writable, &p->writable, "writable", o))
+    if (!resolve_grants(p, o))
         return false;
     p->sandbox = sp_sandbox_acquire(p->in->run_id, p->action.sandbox.reuse_run, &err);
     if (!p->sandbox) {
@@ -409,8 +409,8 @@ static bool plan_local(plan *p, sp_agent_outcome *o)
         files[i] = (sp_sandbox_file){p->files_host.v[i], p->files_inside.v[i]};
     sp_sandbox_spec spec = {
         .network_host = p->action.sandbox.network_host,
-        .readable = (const char *const *)p->readable.v,
-        .writable = (const char *const *)p->writable.v,
+        .grants = &p->grants,
+        .grant_fd = SP_PROC_PASS_FD,
         .files = files,
         .nfiles = nfiles,
         .run_dir_host = p->action.sandbox.reuse_run ? NULL : p->run_dir_host,
@@ -420,7 +420,7 @@ static bool plan_local(plan *p, sp_agent_outcome *o)
         .argv = (const char *const *)cmd.v,
     };
     bool oom = cmd.oom || !files || p->inside_env.oom || p->files_host.oom ||
-               p->files_inside.oom || p->readable.oom || p->writable.oom || !p->step_inside;
+               p->files_inside.oom || !p->step_inside;
     p->argv.v = oom ? NULL : sp_sandbox_bwrap_argv(p->sandbox, &spec, &err);
     free(files);
     sv_free(&cmd);
@@ -595,6 +595,8 @@ static void run_exec(plan *p, sp_agent_outcome *o)
         .has_timeout = true,
         .timeout_ms = hard_deadline(p->action.timeout_ms),
         .stop = p->in->stop,
+        .pass_fds = p->grant_fds,
+        .npass_fds = p->grant_fds ? p->grants.n : 0,
         .on_stdout = on_stdout,
         .on_stderr = on_stderr,
         .on_started = on_started,
@@ -637,8 +639,8 @@ static void plan_free(plan *p)
     sv_free(&p->inside_env);
     sv_free(&p->files_host);
     sv_free(&p->files_inside);
-    sv_free(&p->readable);
-    sv_free(&p->writable);
+    sp_sandbox_grants_free(&p->grants);
+    free(p->grant_fds);
 }
 
 static bool prepare(plan *p, sp_agent_outcome *o)

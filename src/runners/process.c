@@ -145,6 +145,7 @@ static const char *const STEP_NAMES[STEP_COUNT] = {
 
 enum { REPORT_ERRNO = 'E', REPORT_STATUS = 'S' };
 enum { REPORT_FD = 3 }; /* the report pipe inside the supervisor and command */
+_Static_assert(REPORT_FD < SP_PROC_PASS_FD, "passed descriptors come after the report pipe");
 
 typedef struct report {
     int32_t type, step, value;
@@ -157,6 +158,8 @@ typedef struct child_plan {
     const char *cwd;
     int in_r, out_w, err_w, rep_w;
     pid_t worker;
+    const int *pass; /* handed over at SP_PROC_PASS_FD + i */
+    size_t npass;
 } child_plan;
 
 static pid_t child_watched_parent; /* written only inside a forked supervisor */
@@ -213,22 +216,33 @@ static void child_set_signals(bool supervisor)
     }
 }
 
-/* stdin/stdout/stderr from the pipes, the report pipe at REPORT_FD, and no
- * other descriptor (the worker's threads may have opened some without
- * CLOEXEC). Every source is above 2 (see make_pipe). */
+/* stdin/stdout/stderr from the pipes, the report pipe at REPORT_FD, the
+ * passed descriptors at SP_PROC_PASS_FD + i, and no other descriptor (the
+ * worker's threads may have opened some without CLOEXEC). Every pipe end
+ * is above 2 (see make_pipe); a passed descriptor may be anywhere, so all
+ * of them are first moved above every target: placing one descriptor
+ * never overwrites the source of another. */
 static int child_fds(const child_plan *p)
 {
+    int moved[SP_PROC_PASS_MAX];
+    int top = SP_PROC_PASS_FD + (int)p->npass;
+    for (size_t i = 0; i < p->npass; i++)
+        if ((moved[i] = fcntl(p->pass[i], F_DUPFD_CLOEXEC, top)) < 0)
+            return -1;
     if (dup2(p->in_r, 0) < 0 || dup2(p->out_w, 1) < 0 || dup2(p->err_w, 2) < 0)
         return -1;
     if (p->rep_w != REPORT_FD && dup3(p->rep_w, REPORT_FD, O_CLOEXEC) < 0)
         return -1;
-    if (close_range(REPORT_FD + 1, ~0U, 0) == 0)
+    for (size_t i = 0; i < p->npass; i++)
+        if (dup2(moved[i], SP_PROC_PASS_FD + (int)i) < 0) /* without CLOEXEC */
+            return -1;
+    if (close_range((unsigned)top, ~0U, 0) == 0)
         return 0;
     struct rlimit rl;
     rlim_t max = 1 << 20;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < max)
         max = rl.rlim_cur;
-    for (rlim_t fd = REPORT_FD + 1; fd < max; fd++)
+    for (rlim_t fd = (rlim_t)top; fd < max; fd++)
         close((int)fd);
     return 0;
 }
@@ -696,6 +710,10 @@ static int prepare(watch *w, child_plan *plan)
     w->tail_max = spec->stderr_tail ? spec->stderr_tail : SP_PROC_STDERR_TAIL;
     w->res->out = malloc(w->out_max + 1);
     w->ring = malloc(w->tail_max);
+    if (spec->npass_fds > SP_PROC_PASS_MAX) {
+        errno = EMFILE;
+        return STEP_SETUP;
+    }
     char **paths = exec_candidates(spec->argv[0], spec->envp);
     if (!w->res->out || !w->ring || !paths) {
         sp_proc_strv_free(paths);
@@ -703,7 +721,7 @@ static int prepare(watch *w, child_plan *plan)
         return STEP_SETUP;
     }
     *plan = (child_plan){(char *const *)spec->argv, paths, (char *const *)spec->envp,
-                         spec->cwd, -1, -1, -1, -1, getpid()};
+                         spec->cwd, -1, -1, -1, -1, getpid(), spec->pass_fds, spec->npass_fds};
     if (make_pipe(&w->in_r, &w->in_w, false) || make_pipe(&w->out_r, &w->out_w, true) ||
         make_pipe(&w->err_r, &w->err_w, true) || make_pipe(&w->rep_r, &w->rep_w, true))
         return STEP_PIPE;

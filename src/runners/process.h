@@ -30,8 +30,8 @@
  * until this code has killed its group and reaped it itself).
  *
  * What it must never do: run a shell, block without a bound other than the
- * caller's timeout and stop signal, leak a descriptor into the child or the
- * worker, call anything but async-signal-safe functions between fork and
+ * caller's timeout and stop signal, leak a descriptor into the child (other
+ * than the ones the caller passes) or the worker, call anything but async-signal-safe functions between fork and
  * exec (the worker is multithreaded), or keep more than the configured bytes
  * of output.
  */
@@ -48,6 +48,8 @@
 #define SP_PROC_STDOUT_MAX (64 * 1024) /* head of stdout kept */
 #define SP_PROC_STDERR_TAIL 4096       /* tail of stderr kept */
 #define SP_PROC_DRAIN_MS 250           /* wait for pipe EOF after the group died */
+#define SP_PROC_PASS_FD 4              /* the first descriptor handed to the command */
+#define SP_PROC_PASS_MAX 256           /* at most this many */
 
 typedef struct sp_proc_spec {
     const char *const *argv; /* NULL-terminated; argv[0] is looked up in PATH
@@ -61,6 +63,11 @@ typedef struct sp_proc_spec {
     sp_stop_signal *stop;    /* may be NULL */
     size_t stdout_max;       /* 0 = SP_PROC_STDOUT_MAX */
     size_t stderr_tail;      /* 0 = SP_PROC_STDERR_TAIL */
+    /* Descriptors the command gets (the only ones besides 0, 1, 2):
+     * pass_fds[i] is descriptor SP_PROC_PASS_FD + i in it. At most
+     * SP_PROC_PASS_MAX; the caller keeps its own and closes them. */
+    const int *pass_fds;
+    size_t npass_fds;
     /* ---- streaming mode (optional; the agent runner's protocol reader) ----
      * With on_stdout / on_stderr set, that stream's bytes are handed over as
      * they arrive instead of being kept (res->out / res->err stay empty). A

@@ -3,8 +3,9 @@
  * sandbox.h for what the sandbox contains).
  *
  * Must never mount anything of the host that the spec does not name beyond
- * the read-only system directories listed here, leave the root writable, or
- * pass a capability into the sandbox.
+ * the read-only system directories listed here, mount a grant by its path
+ * (only from its pinned descriptor), leave the root writable, or pass a
+ * capability into the sandbox.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -93,6 +94,18 @@ static void system_dirs(args *a, bool net)
         add3(a, "--ro-bind-try", *e, *e);
 }
 
+/* Each grant from its pinned descriptor (never by path: bwrap would follow
+ * whatever the path is by then), at its mount point, parents first. */
+static void grants(args *a, const sp_sandbox_spec *spec)
+{
+    for (size_t i = 0; spec->grants && i < spec->grants->n; i++) {
+        const sp_sandbox_grant *g = &spec->grants->v[i];
+        char fd[16];
+        snprintf(fd, sizeof fd, "%d", spec->grant_fd + (int)i);
+        add3(a, g->writable ? "--bind-fd" : "--ro-bind-fd", fd, g->inside);
+    }
+}
+
 char **sp_sandbox_bwrap_argv(const sp_sandbox *s, const sp_sandbox_spec *spec, sp_error *err)
 {
     const sp_sandbox_features *f = sp_sandbox_detect();
@@ -136,10 +149,7 @@ char **sp_sandbox_bwrap_argv(const sp_sandbox *s, const sp_sandbox_spec *spec, s
         add3(&a, "--bind", spec->run_dir_host, spec->run_dir);
     else
         add3(&a, "--bind", sp_sandbox_work_host(s), SP_SANDBOX_WORK_ROOT);
-    for (const char *const *p = spec->readable; p && *p; p++)
-        add3(&a, "--ro-bind", *p, *p);
-    for (const char *const *p = spec->writable; p && *p; p++)
-        add3(&a, "--bind", *p, *p);
+    grants(&a, spec);
     for (size_t i = 0; i < spec->nfiles; i++)
         add3(&a, "--ro-bind", spec->files[i].host, spec->files[i].inside);
     if (spec->cwd)

@@ -81,8 +81,9 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Run a minimal sandbox around /usr/bin/true; on failure keep bwrap's
- * first stderr line in `problem`. */
+/* Run a minimal sandbox around /usr/bin/true, with one directory mounted
+ * from a descriptor as grants are (--ro-bind-fd, bubblewrap 0.8.0); on
+ * failure keep bwrap's first stderr line in `problem`. */
 static bool trial(const char *bwrap, char *problem, size_t cap)
 {
     const char *argv[] = {bwrap, "--unshare-all", "--unshare-user", "--disable-userns",
@@ -90,10 +91,17 @@ static bool trial(const char *bwrap, char *problem, size_t cap)
                           "--clearenv", "--ro-bind", "/usr", "/usr",
                           "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
                           "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev",
-                          "--tmpfs", "/tmp", "--remount-ro", "/", "--", "/usr/bin/true", NULL};
+                          "--tmpfs", "/tmp", "--ro-bind-fd", "3", "/spore-trial",
+                          "--remount-ro", "/", "--", "/usr/bin/true", NULL};
     int p[2];
-    if (pipe2(p, O_CLOEXEC)) {
-        snprintf(problem, cap, "cannot create a pipe for the sandbox trial");
+    int usr = open("/usr", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int pinned = usr >= 0 ? fcntl(usr, F_DUPFD_CLOEXEC, 4) : -1; /* never 3 itself */
+    if (usr >= 0)
+        close(usr);
+    if (pinned < 0 || pipe2(p, O_CLOEXEC)) {
+        if (pinned >= 0)
+            close(pinned);
+        snprintf(problem, cap, "cannot set up the sandbox trial: %s", strerror(errno));
         return false;
     }
     posix_spawn_file_actions_t fa;
@@ -101,11 +109,13 @@ static bool trial(const char *bwrap, char *problem, size_t cap)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, p[1], 1);
     posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+    posix_spawn_file_actions_adddup2(&fa, pinned, 3);
     char *env[] = {"PATH=/usr/bin:/bin", NULL};
     pid_t pid;
     int rc = posix_spawn(&pid, bwrap, &fa, NULL, (char *const *)argv, env);
     posix_spawn_file_actions_destroy(&fa);
     close(p[1]);
+    close(pinned);
     if (rc) {
         close(p[0]);
         snprintf(problem, cap, "cannot start %.200s: %.100s", bwrap, strerror(rc));
@@ -148,8 +158,9 @@ static bool trial(const char *bwrap, char *problem, size_t cap)
     char *nl = strchr(out, '\n');
     if (nl)
         *nl = '\0';
-    snprintf(problem, cap, "bwrap could not build a sandbox here: %.300s",
-             out[0] ? out : "no message");
+    snprintf(problem, cap, "bwrap could not build a sandbox here: %.300s%s",
+             out[0] ? out : "no message",
+             strstr(out, "bind-fd") ? " (bubblewrap 0.8.0 or later is needed)" : "");
     return false;
 }
 

@@ -10,9 +10,11 @@
  * capability dropped, read-only system directories (/usr and its symlinks,
  * a short list of /etc files), a private /proc, /dev and /tmp, a root that
  * is remounted read-only, the step's run directory writable, the action's
- * readable / writable paths at their own absolute paths, secret files
- * mounted read-only, and nothing else of the host: no home directory, no
- * host processes.
+ * readable / writable grants at their own absolute paths (each resolved
+ * and pinned first, grants.c: what is bound is the checked target, never
+ * whatever a symlink points to at bind time), secret files mounted
+ * read-only, and nothing else of the host: no home directory, no host
+ * processes.
  *
  * Lifecycle: `reuse: "none"` makes a fresh sandbox per attempt and destroys
  * it afterwards; `reuse: "run"` keeps one per run (keyed by the run ID,
@@ -29,8 +31,10 @@
  * a real directory owned by this user and private.
  *
  * What it must never do: fall back to running unsandboxed, follow a symlink
- * while creating or destroying a sandbox directory, hand out a tainted
- * sandbox, or put a secret value on a command line (secrets are files).
+ * while creating or destroying a sandbox directory, bind a grant by a path
+ * that could be swapped for a symlink before bwrap mounts it, hand out a
+ * tainted sandbox, or put a secret value on a command line (secrets are
+ * files).
  */
 #ifndef SPORE_SANDBOX_SANDBOX_H
 #define SPORE_SANDBOX_SANDBOX_H
@@ -49,7 +53,7 @@
 typedef struct sp_sandbox_features {
     char bwrap[512];      /* path of bwrap, "" if not found */
     bool user_namespaces; /* the kernel allows creating them */
-    bool works;           /* a trial sandbox ran `true` */
+    bool works;           /* a trial sandbox ran `true` (with one --ro-bind-fd mount) */
     char problem[400];    /* what is missing, when !works */
 } sp_sandbox_features;
 
@@ -81,10 +85,55 @@ typedef struct sp_sandbox_file {
     const char *inside;
 } sp_sandbox_file;
 
+/* ---- grants (grants.c) ----
+ *
+ * A readable / writable entry as the sandbox binds it. Resolution, in this
+ * order (the first that fails decides):
+ * - a relative entry is joined to the base directory (the engine's), as
+ *   written; the entry must exist (agent.sandbox-unavailable otherwise);
+ * - every symlink is resolved and the result pinned (pin.h): a dangling
+ *   symlink, "/" and the home directory (or a parent of it) are refused;
+ * - a relative entry must still resolve inside the base directory (it
+ *   cannot be written with "..", so it cannot name anything else);
+ * - the resolved path must pass the rule every written path passes
+ *   (sp_sandbox_path_reserved), and may not be the agent directory, inside
+ *   it or above it (other sandboxes live there);
+ * - a grant inside another one must name its target by the path the target
+ *   has inside that one (bwrap looks it up there, where host symlinks are
+ *   visible).
+ * Refusals are agent.grant-refused with details {grant, entry, resolved,
+ * reason}. The grant is mounted at its path as written (absolute), from
+ * the pinned descriptor (bwrap --bind-fd / --ro-bind-fd, which verifies
+ * that the mount is that very file). */
+typedef struct sp_sandbox_grant {
+    char *entry;    /* as written */
+    char *inside;   /* ... made absolute: its mount point */
+    char *resolved; /* the host file it names */
+    int fd;         /* O_PATH on `resolved` (pinned) */
+    bool writable;
+} sp_sandbox_grant;
+
+typedef struct sp_sandbox_grants {
+    sp_sandbox_grant *v; /* sorted by `inside`: a grant below another is mounted after it */
+    size_t n;
+} sp_sandbox_grants;
+
+/* Resolve every entry (NULL-terminated lists, may be NULL) against `base`.
+ * 0, or -1 with agent.grant-refused / agent.sandbox-unavailable (and
+ * nothing left open). */
+int sp_sandbox_grants_resolve(const char *const *readable, const char *const *writable,
+                              const char *base, sp_sandbox_grants *out, sp_error *err);
+void sp_sandbox_grants_free(sp_sandbox_grants *g);
+
+/* A path the sandbox provides itself, which no grant may name: "/", /usr,
+ * /bin, /sbin, /lib, /lib64, /etc, /tmp, /var themselves, anything under
+ * /proc, /dev, /spore or /var/secrets. */
+bool sp_sandbox_path_reserved(const char *path);
+
 typedef struct sp_sandbox_spec {
     bool network_host;
-    const char *const *readable; /* absolute host paths, NULL-terminated (may be NULL) */
-    const char *const *writable;
+    const sp_sandbox_grants *grants; /* may be NULL */
+    int grant_fd;                    /* grants->v[i].fd is descriptor grant_fd + i in bwrap */
     const sp_sandbox_file *files;
     size_t nfiles;
     const char *run_dir_host; /* the step's run directory on the host (reuse none) */

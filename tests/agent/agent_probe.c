@@ -12,7 +12,9 @@
  * writeWorkRoot (beside the run directory), writeRunDir, writeTmp,
  * writeWritable (<writable-file>, which the action grants), connect (TCP to
  * 127.0.0.1:<port> on the host), hostPidVisible ("yes"/"no"), processes (the
- * number of PIDs in /proc), sawMarker ("yes"/"no").
+ * number of PIDs in /proc), sawMarker ("yes"/"no"), extraFds (how many
+ * descriptors above 2 it inherited: the pinned grants bwrap mounted must
+ * not be among them, an O_PATH descriptor of a directory would lead out).
  *
  * Must never write anything on stdout but protocol records.
  */
@@ -96,6 +98,18 @@ static int processes(void)
     return n;
 }
 
+static int extra_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += atoi(e->d_name) > 2 && atoi(e->d_name) != dirfd(d);
+    if (d)
+        closedir(d);
+    return n;
+}
+
 static void line(json_t *rec)
 {
     char *t = json_dumps(rec, JSON_COMPACT);
@@ -109,6 +123,7 @@ int main(int argc, char **argv)
 {
     if (argc < 6)
         return 3;
+    int inherited = extra_fds(); /* before this program opens anything */
     char req[1 << 16];
     size_t n = fread(req, 1, sizeof req - 1, stdin);
     req[n] = '\0';
@@ -136,6 +151,7 @@ int main(int argc, char **argv)
     snprintf(host_pid, sizeof host_pid, "/proc/%s", argv[4]);
     json_object_set_new(out, "hostPidVisible", json_string(access(host_pid, F_OK) == 0 ? "yes" : "no"));
     json_object_set_new(out, "processes", json_integer(processes()));
+    json_object_set_new(out, "extraFds", json_integer(inherited));
     if (argc > 6 && strcmp(argv[6], "-") != 0) {
         snprintf(path, sizeof path, "%s/../%s", run_dir, argv[6]);
         try_write(path);

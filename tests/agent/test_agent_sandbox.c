@@ -7,9 +7,11 @@
  * (its run directory, a granted writable path, the listener with network
  * "host") must succeed, so the test cannot pass by accident. Also: a fresh
  * sandbox per attempt is destroyed afterwards (reuse "none"); reuse "run"
- * keeps the work root across steps of one run until a step taints it; and a
+ * keeps the work root across steps of one run until a step taints it; a
  * sandbox that cannot be built fails the step (agent.sandbox-unavailable,
- * naming what is missing) without running anything.
+ * naming what is missing) without running anything; the pinned grant
+ * descriptors never reach the step; and a grant swapped for a symlink to /
+ * between its check and bwrap's mount still mounts the checked directory.
  *
  * usage: test_agent_sandbox <agent_probe>
  */
@@ -28,6 +30,7 @@
 
 #include "check.h"
 #include "runners/agent.h"
+#include "runners/process.h"
 #include "sandbox/sandbox.h"
 
 static char TMP[256], HOME_FILE[512], PROJECT[512], OUTSIDE[512], WRITABLE[512], AGENT_DIR[512];
@@ -158,6 +161,9 @@ static void test_escapes(void)
     /* the host's processes */
     CHECK_STR(out_str(out, "hostPidVisible"), "no");
     CHECK(json_integer_value(json_object_get(out, "processes")) <= 4);
+    /* the pinned grant descriptors bwrap mounted did not reach the step */
+    CHECK(json_object_get(out, "extraFds") != NULL);
+    CHECK_INT(json_integer_value(json_object_get(out, "extraFds")), 0);
     /* the network */
     DENIED(out, "connect");
     CHECK_INT(accepted(s), 0);
@@ -202,6 +208,63 @@ static void test_reuse(void)
     CHECK_STR(out_str(out, "sawMarker"), "no"); /* a fresh sandbox */
     sp_agent_outcome_free(&o);
     close(s);
+}
+
+/* A grant swapped for a symlink to / after it was checked (what another
+ * process could do between the check and bwrap's mount): the sandbox gets
+ * the pinned directory that was checked, never what the path names by
+ * then, and nothing is written on the host outside it. */
+static void test_grant_swap(void)
+{
+    char dir[600], moved[620], file[700], name[64], on_root[80];
+    snprintf(dir, sizeof dir, "%s/swap", PROJECT);
+    snprintf(moved, sizeof moved, "%s/swap.moved", PROJECT);
+    snprintf(name, sizeof name, "spore-swap-probe-%d", (int)getpid());
+    snprintf(on_root, sizeof on_root, "/%s", name);
+    mkdirs(dir);
+    snprintf(file, sizeof file, "%s/checked", dir);
+    write_text(file, "the checked directory\n");
+    const char *writable[] = {"swap", NULL};
+    sp_sandbox_grants g = {0};
+    sp_error err = {0};
+    CHECK(sp_sandbox_grants_resolve(NULL, writable, PROJECT, &g, &err) == 0);
+    CHECK(rename(dir, moved) == 0 && symlink("/", dir) == 0); /* the swap */
+    sp_sandbox *sb = sp_sandbox_acquire("run_swap", false, &err);
+    CHECK(sb != NULL && g.n == 1);
+    if (!sb || g.n != 1) {
+        sp_error_clear(&err);
+        sp_sandbox_grants_free(&g);
+        return;
+    }
+    char script[4200];
+    snprintf(script, sizeof script,
+             "cat %s/checked && ! test -e %s/etc/passwd && echo new > %s/%s", dir, dir, dir,
+             name);
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    sp_sandbox_spec spec = {.grants = &g, .grant_fd = SP_PROC_PASS_FD, .cwd = "/", .env = env,
+                            .argv = argv};
+    char **bw = sp_sandbox_bwrap_argv(sb, &spec, &err);
+    CHECK(bw != NULL);
+    int fds[1] = {g.v[0].fd};
+    sp_proc_spec ps = {.argv = (const char *const *)bw, .envp = env, .pass_fds = fds,
+                       .npass_fds = 1, .has_timeout = true, .timeout_ms = 30000};
+    sp_proc_result res;
+    sp_proc_run(&ps, &res);
+    if (res.end != SP_PROC_EXITED || res.exit_code != 0)
+        fprintf(stderr, "swap: end %d exit %d: %s\n", (int)res.end, res.exit_code,
+                res.err ? res.err : "");
+    CHECK(res.end == SP_PROC_EXITED && res.exit_code == 0);
+    CHECK(res.out && strstr(res.out, "the checked directory") != NULL);
+    snprintf(file, sizeof file, "%s/%s", moved, name);
+    CHECK(access(file, F_OK) == 0);       /* written into the checked directory ... */
+    CHECK(access(on_root, F_OK) != 0);    /* ... not into the host's / */
+    sp_proc_result_free(&res);
+    sp_sandbox_strv_free(bw);
+    sp_sandbox_release(sb, true);
+    sp_sandbox_grants_free(&g);
+    sp_error_clear(&err);
+    unlink(dir);
 }
 
 /* Run in a child process with SPORE_BWRAP pointing nowhere (detection is
@@ -291,6 +354,7 @@ int main(int argc, char **argv)
         test_unavailable(argv[0]);
         test_escapes();
         test_reuse();
+        test_grant_swap();
     }
     sp_sandbox_remove_tree(TMP);
     free(PROBE);
