@@ -1,7 +1,8 @@
 /*
  * component_io.c - socket replies with the 1 MiB cap, and confined file and
  * folder reads (see component_io.h). Never reads past the cap, never opens
- * outside the root.
+ * outside the root, never takes a root that a symlink turned into / or the
+ * home directory.
  */
 #define _GNU_SOURCE
 #include "runners/component_io.h"
@@ -20,6 +21,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "sandbox/pin.h"
 
 static uint64_t mono_ms(void)
 {
@@ -155,9 +158,36 @@ sp_io_status sp_socket_request(const char *path, const char *data, size_t len,
     return st;
 }
 
-int sp_open_beneath(const char *root, const char *rest, bool directory)
+/* The granted folder itself, pinned (sandbox/pin.h): every symlink in it
+ * resolved, never / or the home directory (a symlink to / would otherwise
+ * make RESOLVE_BENEATH confine nothing), opened without following a
+ * symlink once checked. */
+static int open_root(const char *root, char *why, size_t n)
 {
-    int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    sp_pin pin;
+    sp_pin_status st = sp_pin_path(root, &pin);
+    int e = errno;
+    if (st == SP_PIN_OK) {
+        free(pin.path);
+        return pin.fd;
+    }
+    if (st == SP_PIN_MISSING || st == SP_PIN_FAILED)
+        snprintf(why, n, "%s: the granted folder %s", st == SP_PIN_MISSING ? "not-found"
+                 : "unreadable", st == SP_PIN_MISSING ? "does not exist" : strerror(e));
+    else /* the resolved path is not shown: it may be the home directory */
+        snprintf(why, n, "escapes: the granted folder %s", sp_pin_status_text(st));
+    sp_pin_release(&pin);
+    return -1;
+}
+
+static const char *open_reason(int e)
+{
+    return e == EXDEV || e == ELOOP ? "escapes" : e == ENOENT ? "not-found" : "unreadable";
+}
+
+int sp_open_beneath(const char *root, const char *rest, bool directory, char *why, size_t n)
+{
+    int rootfd = open_root(root, why, n);
     if (rootfd < 0)
         return -1;
     struct open_how how = {
@@ -167,13 +197,9 @@ int sp_open_beneath(const char *root, const char *rest, bool directory)
     long fd = syscall(SYS_openat2, rootfd, rest, &how, sizeof how);
     int e = errno;
     close(rootfd);
-    errno = e;
+    if (fd < 0)
+        snprintf(why, n, "%s: %s", open_reason(e), strerror(e));
     return fd < 0 ? -1 : (int)fd;
-}
-
-static const char *open_reason(int e)
-{
-    return e == EXDEV || e == ELOOP ? "escapes" : e == ENOENT ? "not-found" : "unreadable";
 }
 
 int sp_file_read_beneath(const char *root, const char *rest, uint64_t offset, size_t length,
@@ -181,11 +207,9 @@ int sp_file_read_beneath(const char *root, const char *rest, uint64_t offset, si
 {
     *data = NULL;
     *len = 0;
-    int fd = sp_open_beneath(root, rest, false);
-    if (fd < 0) {
-        snprintf(why, n, "%s: %s", open_reason(errno), strerror(errno));
+    int fd = sp_open_beneath(root, rest, false, why, n);
+    if (fd < 0)
         return -1;
-    }
     struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         close(fd);
@@ -225,11 +249,9 @@ static int entry_cmp(const void *a, const void *b)
 
 json_t *sp_dir_list_beneath(const char *root, const char *rest, char *why, size_t n)
 {
-    int fd = sp_open_beneath(root, rest, true);
-    if (fd < 0) {
-        snprintf(why, n, "%s: %s", open_reason(errno), strerror(errno));
+    int fd = sp_open_beneath(root, rest, true, why, n);
+    if (fd < 0)
         return NULL;
-    }
     DIR *d = fdopendir(fd);
     if (!d) {
         close(fd);

@@ -6,8 +6,9 @@
  *
  * What it must never do: keep reading a reply that has passed the cap
  * (wherever its newline would fall), open a path that leaves its root
- * ("..", absolute symlinks, symlinks that lead out), or block past the
- * caller's deadline.
+ * ("..", absolute symlinks, symlinks that lead out), take a root that
+ * resolves to / or the home directory, or block past the caller's
+ * deadline.
  */
 #ifndef SPORE_RUNNERS_COMPONENT_IO_H
 #define SPORE_RUNNERS_COMPONENT_IO_H
@@ -40,8 +41,11 @@ sp_io_status sp_socket_request(const char *path, const char *data, size_t len,
                                size_t n);
 
 /* Open `rest` (relative, normalized) below the folder `root` for reading,
- * confined with openat2. -1 with errno (EXDEV / ELOOP: it would leave). */
-int sp_open_beneath(const char *root, const char *rest, bool directory);
+ * confined with openat2. The root itself is resolved and pinned first
+ * (sandbox/pin.h): one that resolves to / or to the home directory (or
+ * above it) is refused as "escapes". -1 with a reason in `why` ("escapes:
+ * ...", "not-found: ...", "unreadable: ..."). */
+int sp_open_beneath(const char *root, const char *rest, bool directory, char *why, size_t n);
 
 /* Read at most `length` (<= SP_FILE_READ_MAX) bytes at `offset` of a regular
  * file below root. 0 with malloc'd data and *eof; -1 with a reason. */

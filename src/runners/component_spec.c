@@ -143,6 +143,8 @@ static int parse_grant_list(const char *where, const json_t *list, sp_grant_kind
         }
         if (kind == SP_GRANT_SOCKETS && norm[0] != '/')
             return unsupported(err, where, name, s, "sockets are absolute paths of Unix sockets");
+        if (kind == SP_GRANT_FOLDERS && strcmp(norm, "/") == 0)
+            return unsupported(err, where, name, s, "the whole file system cannot be granted");
         if (kind == SP_GRANT_PROGRAMS && strcmp(norm, ".") == 0)
             return unsupported(err, where, name, s, "a program is a file, not the folder");
         for (size_t k = 0; k < out->ngrants[kind]; k++)
