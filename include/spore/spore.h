@@ -38,7 +38,8 @@
  * - Output strings (`char **`) are allocated by the library, NUL-terminated,
  *   and released with spore_free(). JSON output is canonical (sorted keys,
  *   no whitespace). On failure an output pointer is set to NULL.
- * - Codes that any call may report: `usage` (a NULL or malformed argument),
+ * - Codes that any call may report: `usage` (a NULL or missing argument),
+ *   `usage.invalid-value` (a malformed ID, key or value),
  *   `runtime.out-of-memory`, and the store's codes (`store.busy`,
  *   `store.io`, `store.corrupt`, ...; see docs/embedding.md).
  * - Threads: a spore_db handle is used by one thread at a time. The
@@ -198,7 +199,8 @@ int spore_call_stop_fd(const spore_call *call);
  * JSON), the kernel's code for a workflow it refuses (`workflow.invalid`,
  * `workflow.unsupported-effect`, ...), `action.kind-missing`,
  * `action.kind-unregistered`, `action.invalid`, `run.exists` (the key names
- * a run of another workflow), `usage` (a malformed start key). */
+ * a run of another workflow, or the same workflow with another explicit
+ * input), `usage.invalid-value` (a malformed start key). */
 int spore_start(spore_db *db, const char *workflow_json, const char *input_json,
                 const char *start_key, char **run_id, bool *created, spore_error *err);
 
@@ -238,13 +240,16 @@ int spore_status(spore_db *db, const char *run_id, char **status_json, spore_err
 /* Deliver the signal `name` (an await-signal node's `signal`) with an
  * optional `outcome` (the route the node takes; NULL = "received") and
  * `data_json` (NULL = null; becomes the node's output). A signal that
- * arrives before the run waits for it is buffered. An outcome the node does
- * not route is dropped with a diagnostic (`signal.outcome-unrouted`), not an
- * error. `message_id` (NULL = a fresh msg_<16 hex>) makes delivery
+ * arrives before the run waits for it is buffered. The signal is checked
+ * against the run first and nothing is recorded when it fails: a finished
+ * run (`run.terminal`), a name no await-signal node of the workflow waits
+ * for (`signal.unknown-name`), an outcome none of them routes
+ * (`signal.outcome-unrouted`). `message_id` (NULL = a fresh msg_<16 hex>) makes delivery
  * idempotent: repeating an ID is a no-op that sets *duplicate (may be NULL)
  * to true. This only records the signal: a worker acts on it
  * (spore_run_until_parked).
- * Errors: `run.not-found`, `usage`, `canonical.*`,
+ * Errors: `run.not-found`, `run.terminal`, `signal.unknown-name`,
+ * `signal.outcome-unrouted`, `usage`, `canonical.*`,
  * `request.digest-mismatch` (the message ID was used for a different
  * signal), store codes. */
 int spore_signal(spore_db *db, const char *run_id, const char *name, const char *outcome,
@@ -262,7 +267,10 @@ typedef enum spore_resolution {
  * invocation.invocationId). COMPLETE needs `outcome` and takes
  * `output_json` (NULL = null); FAIL takes `message`. `request_id` (NULL = a
  * fresh req_<16 hex>) makes it idempotent like a signal's message ID.
- * Errors: `run.not-found`, `usage`, `canonical.*`,
+ * Checked against the run first, nothing recorded when it fails:
+ * `run.terminal`, `resolve.not-applicable` (not the run's outcome-unknown
+ * invocation, already answered, or an outcome its action does not declare).
+ * Errors: `run.not-found`, `run.terminal`, `resolve.not-applicable`, `usage`, `canonical.*`,
  * `request.digest-mismatch` (the request ID was used for a different
  * answer), store codes. */
 int spore_resolve(spore_db *db, const char *run_id, const char *invocation_id,

@@ -172,13 +172,13 @@ int spore_signal(spore_db *db, const char *run_id, const char *name, const char 
         message_id = fresh;
     }
     json_t *data = NULL;
-    sp_disposition d;
+    sp_signal_answer answer;
     int rc = parse_arg("the signal data", data_json, &data, &e) ||
-             sp_engine_signal(db->engine, &key, message_id, name, outcome, data, &d, &e);
+             sp_engine_signal(db->engine, &key, message_id, name, outcome, data, &answer, &e);
     json_decref(data);
     if (rc)
         return api_error(err, &e);
-    set_duplicate(duplicate, d);
+    set_duplicate(duplicate, answer.disposition);
     return 0;
 }
 
@@ -195,7 +195,7 @@ int spore_resolve(spore_db *db, const char *run_id, const char *invocation_id,
     case SPORE_RESOLVE_COMPLETE: r = SP_RESOLVE_COMPLETE; break;
     case SPORE_RESOLVE_RETRY: r = SP_RESOLVE_RETRY; break;
     case SPORE_RESOLVE_FAIL: r = SP_RESOLVE_FAIL; break;
-    default: return api_fail(err, "usage", "unknown resolution %d", (int)resolution);
+    default: return api_fail(err, "usage.invalid-value", "unknown resolution %d", (int)resolution);
     }
     if (r == SP_RESOLVE_COMPLETE && need_text("an outcome (to complete)", outcome, err))
         return -1;

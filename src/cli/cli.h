@@ -77,6 +77,13 @@ int cli_error(const cli *c, int exit_code, sp_error *err);
 /* Print a JSON object with "format" added, one line on stdout; takes ownership. */
 void cli_print_json(json_t *obj);
 
+/* The command a person runs next, for answers that say how to go on:
+ * "spore <fmt...>" plus the --db the command line named (a SQLite path,
+ * quoted for the shell when needed; never a postgres:// URL, which may hold
+ * a password). Truncated to fit. */
+void cli_next_command(const cli *c, char *out, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Print a command's help text and return 0. */
 int cli_help(const char *text);
 
@@ -91,6 +98,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_start(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_list(int argc, char **argv);

@@ -99,7 +99,7 @@ static int parse_end(const args *a, sp_agent_end *end, sp_error *err)
     errno = 0;
     long v = strtol(t, &endp, 10);
     if (!*t || *endp || errno || v < 0 || v > (signal ? 64 : 255) || (signal && v == 0))
-        return sp_fail(err, "usage", "--exit takes 0..255 or signal:1..64");
+        return sp_fail(err, CLI_INVALID_VALUE, "--exit takes 0..255 or signal:1..64");
     end->kind = signal ? SP_AGENT_SIGNALED : SP_AGENT_EXITED;
     if (signal)
         end->signal = (int)v;
@@ -207,7 +207,7 @@ static int classify(int argc, char **argv)
     sp_agent_session_cfg cfg = {a.step_id, r, "", 0, NULL, NULL};
     if (sp_agent_session_init(&s, &cfg)) {
         sp_redactor_free(r);
-        sp_fail(&err, "usage", "--step-id must match ^[a-z0-9-]{1,40}$");
+        sp_fail(&err, CLI_INVALID_VALUE, "--step-id must match ^[a-z0-9-]{1,40}$");
         return cli_error(&c, EXIT_USAGE, &err);
     }
     if (feed(a.out, &s, true, &err) || feed(a.err, &s, false, &err)) {

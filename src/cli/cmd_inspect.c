@@ -1,12 +1,14 @@
 /*
- * cmd_inspect.c - the read-only views: `spore status`, `spore list`,
- * `spore events` (cli.md §2). They never change a run.
+ * cmd_inspect.c - the read-only views of one run: `spore status` and
+ * `spore events` (cli.md §2; `spore list` is cmd_list.c). They never change
+ * a run and never create a store.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/agent_views.h"
+#include "cli/hints.h"
 #include "cli/session.h"
 #include "cli/views.h"
 
@@ -15,9 +17,6 @@ static const char STATUS_HELP[] =
     "\n"
     "Shows a run: status, position, the outstanding invocation, the result, a\n"
     "quarantine, and the latest result of every node (--json).\n";
-
-static const char LIST_HELP[] =
-    "usage: spore list [--db <path>] [--json]\n\nLists every run of the database.\n";
 
 static const char EVENTS_HELP[] =
     "usage: spore events <runId> [--db <path>] [--json]\n"
@@ -63,10 +62,14 @@ int cmd_status(int argc, char **argv)
         rc = session_fail(&s, &err);
     } else {
         json_t *step = sp_engine_step_view(s.engine, &v);
-        if (c.json)
-            cli_print_json(view_agent_events(s.store, &key, view_status_json(&v, step), NULL));
-        else
+        if (c.json) {
+            json_t *out = view_status_json(&v, step);
+            hints_add(&s, &v, step, out, NULL);
+            cli_print_json(view_agent_events(s.store, &key, out, NULL));
+        } else {
             view_status_text(stdout, &v, step);
+            hints_add(&s, &v, step, NULL, stdout);
+        }
         view_agent_events(s.store, &key, NULL, c.json ? NULL : stdout); /* agent-step.md §3 */
         json_decref(step);
         sp_run_view_free(&v);
@@ -75,57 +78,6 @@ int cmd_status(int argc, char **argv)
     return rc;
 }
 
-int cmd_list(int argc, char **argv)
-{
-    cli c = {.command = "list", .store_must_exist = true};
-    sp_error err = {0};
-    if (cli_parse(&c, argc, argv, NULL, &err))
-        return cli_error(&c, EXIT_USAGE, &err);
-    if (c.help)
-        return cli_help(LIST_HELP);
-    if (c.npositional != 0) {
-        sp_fail(&err, "usage", "list takes no arguments");
-        return cli_error(&c, EXIT_USAGE, &err);
-    }
-    session s;
-    int rc = session_open(&s, &c);
-    if (rc)
-        return rc;
-    json_t *runs = json_array();
-    char *cursor = NULL;
-    do {
-        sp_run_list page;
-        if (sp_store_list_runs(s.store, "default", cursor, SP_STORE_PAGE_MAX, &page, &err) !=
-            SP_STORE_OK) {
-            free(cursor);
-            json_decref(runs);
-            rc = session_fail(&s, &err);
-            session_close(&s);
-            return rc;
-        }
-        free(cursor);
-        cursor = page.next_cursor ? strdup(page.next_cursor) : NULL;
-        for (size_t i = 0; i < page.n; i++) {
-            const sp_run_summary *r = &page.runs[i];
-            if (c.json)
-                json_array_append_new(
-                    runs, json_pack("{s:s,s:s,s:s,s:o,s:b}", "runId", r->key.run_id, "startKey",
-                                    r->start_key, "status", r->status, "revision",
-                                    view_decimal(r->revision), "quarantined", r->quarantined));
-            else
-                printf("%-36s  %-18s  rev %-4llu  %s%s\n", r->key.run_id, r->status,
-                       (unsigned long long)r->revision, r->start_key,
-                       r->quarantined ? "  (quarantined)" : "");
-        }
-        sp_run_list_free(&page);
-    } while (cursor);
-    if (c.json)
-        cli_print_json(json_pack("{s:o}", "runs", runs));
-    else
-        json_decref(runs);
-    session_close(&s);
-    return EXIT_OK;
-}
 
 int cmd_events(int argc, char **argv)
 {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/hints.h"
 #include "cli/session.h"
 #include "cli/views.h"
 #include "cli/workflow_file.h"
@@ -35,8 +36,8 @@ static const char RUN_HELP[] =
     "else spore run gives up with the store's error (exit 10).\n"
     "\n"
     "Exit: 0 completed, 1 failed, 3 waiting for a signal, 4 needs intervention,\n"
-    "5 quarantined, 10 store or internal error, 130 interrupted (SIGINT/SIGTERM\n"
-    "after a graceful stop).\n";
+    "5 quarantined, 6 waiting for an async or external step, 10 store or internal\n"
+    "error, 130 interrupted (SIGINT/SIGTERM after a graceful stop).\n";
 
 typedef struct start_args {
     const char *input, *input_file, *key;
@@ -52,7 +53,7 @@ static json_t *read_input(const start_args *a, sp_error *err)
         return sp_json_argument("--input", a->input, err);
     if (a->input_file)
         return sp_workflow_file_read(a->input_file, err);
-    return json_object();
+    return NULL; /* none given: {} for a new run, any input for an existing one */
 }
 
 static int do_start(session *s, const char *file, const start_args *a, sp_start_result *out)
@@ -61,7 +62,7 @@ static int do_start(session *s, const char *file, const start_args *a, sp_start_
     json_t *doc = sp_workflow_file_read(file, &err);
     json_t *input = doc ? read_input(a, &err) : NULL;
     int rc = 0;
-    if (!doc || !input)
+    if (!doc || (!input && err.code[0]))
         rc = session_fail(s, &err);
     else {
         char *dir = sp_workflow_dir(file); /* runners are sealed from here */
@@ -155,6 +156,31 @@ static void end_progress(progress *p)
     fflush(stdout);
 }
 
+/* The status a run parked with, and what to do next (hints.h); takes
+ * `extra` (more JSON members). */
+static void print_final(session *s, const sp_run_view *v, sp_park park, json_t *extra)
+{
+    json_t *step = sp_engine_step_view(s->engine, v);
+    if (s->c->json) {
+        json_t *out = view_status_json(v, step);
+        if (out && extra)
+            json_object_update(out, extra);
+        if (out && park == SP_PARK_INTERRUPTED)
+            json_object_set_new(out, "interrupted", json_true());
+        if (out)
+            hints_add(s, v, step, out, NULL);
+        cli_print_json(out);
+    } else {
+        view_status_text(stdout, v, step);
+        if (park == SP_PARK_INTERRUPTED)
+            printf("interrupted: the run continues with the next `spore resume`, `spore run` or "
+                   "`spore worker`\n");
+        hints_add(s, v, step, NULL, stdout);
+    }
+    json_decref(step);
+    json_decref(extra);
+}
+
 /* Drive `key` until parked and print the final status; shared with worker. */
 int cli_drive(session *s, const sp_run_key *key, json_t *extra)
 {
@@ -176,23 +202,7 @@ int cli_drive(session *s, const sp_run_key *key, json_t *extra)
             sp_fail(&err, "run.not-found", "run %s vanished", key->run_id);
         return session_fail(s, &err);
     }
-    if (s->c->json) {
-        json_t *step = sp_engine_step_view(s->engine, &v);
-        json_t *out = view_status_json(&v, step);
-        json_decref(step);
-        if (out && extra)
-            json_object_update(out, extra);
-        if (out && park == SP_PARK_INTERRUPTED)
-            json_object_set_new(out, "interrupted", json_true());
-        cli_print_json(out);
-    } else {
-        json_t *step = sp_engine_step_view(s->engine, &v);
-        view_status_text(stdout, &v, step);
-        json_decref(step);
-        if (park == SP_PARK_INTERRUPTED)
-            printf("interrupted: the run continues with the next `spore run` or `spore worker`\n");
-    }
-    json_decref(extra);
+    print_final(s, &v, park, extra);
     sp_run_view_free(&v);
     return session_exit_for_park(park);
 }

@@ -15,7 +15,14 @@ static const char SIGNAL_HELP[] =
     "                    [--db <path>] [--json]\n"
     "\n"
     "Delivers a signal to a run. Without --id a fresh msg_<16 hex> is used;\n"
-    "repeating an ID is a no-op (disposition: duplicate).\n";
+    "repeating an ID is a no-op (disposition: duplicate).\n"
+    "\n"
+    "Checked against the run first; nothing is recorded and the exit is 2 for a\n"
+    "finished run (run.terminal), a name no await-signal node of the workflow\n"
+    "waits for (signal.unknown-name) or an outcome none of them routes\n"
+    "(signal.outcome-unrouted; without --outcome the outcome is `received`).\n"
+    "An accepted signal is `delivered` (the run waits for it now) or `buffered`\n"
+    "(taken when the run reaches a wait for it); `spore resume <runId>` goes on.\n";
 
 static const char RESOLVE_HELP[] =
     "usage: spore resolve <runId> <invocationId> (--complete <outcome> [--output <json>] |\n"
@@ -23,7 +30,13 @@ static const char RESOLVE_HELP[] =
     "\n"
     "Answers an invocation whose outcome is unknown (status needs-intervention):\n"
     "--complete records it as done with that outcome, --retry authorizes another\n"
-    "attempt, --fail fails it with code operator.failed.\n";
+    "attempt, --fail fails it with code operator.failed.\n"
+    "\n"
+    "Checked against the run first; nothing is recorded and the exit is 2 for a\n"
+    "finished run (run.terminal), or an invocation that is not the run's\n"
+    "outcome-unknown one, is already answered, or an --complete outcome its\n"
+    "action does not declare (resolve.not-applicable, details.reason says which).\n"
+    "Then `spore resume <runId>` goes on.\n";
 
 static const char RELEASE_HELP[] =
     "usage: spore release <runId> [--db <path>] [--json]\n"
@@ -65,6 +78,41 @@ static void fresh_id(const char *prefix, char *out, size_t n)
     snprintf(out, n, "%s%s", prefix, hex);
 }
 
+static const char *delivery_name(sp_signal_delivery d)
+{
+    return d == SP_SIGNAL_DELIVERED ? "delivered" : "buffered";
+}
+
+static void print_signal(const cli *c, const sp_run_key *key, const char *name,
+                         const char *message_id, const sp_signal_answer *a)
+{
+    bool applied = a->disposition == SP_APPLIED;
+    char next[4400];
+    cli_next_command(c, next, sizeof next, "resume %s", key->run_id);
+    if (c->json) {
+        json_t *out = json_pack("{s:s,s:s,s:s}", "runId", key->run_id, "messageId", message_id,
+                                "disposition", disposition_name(a->disposition));
+        if (out && applied) {
+            json_object_set_new(out, "delivery", json_string(delivery_name(a->delivery)));
+            json_object_set_new(out, "next", json_string(next));
+        }
+        cli_print_json(out);
+        return;
+    }
+    if (!applied) {
+        printf("signal %s to %s: duplicate\n", name, key->run_id);
+        return;
+    }
+    if (a->delivery == SP_SIGNAL_DELIVERED)
+        printf("signal %s to %s: delivered (the run waits for it at %s)\n", name, key->run_id,
+               a->node_id);
+    else
+        printf("signal %s to %s: buffered (the run is %s%s%s; it takes the signal when it "
+               "reaches an await-signal node for %s)\n",
+               name, key->run_id, a->status, a->node_id[0] ? " at " : "", a->node_id, name);
+    printf("next: %s   (or a running spore worker takes it)\n", next);
+}
+
 int cmd_signal(int argc, char **argv)
 {
     cli c = {.command = "signal", .store_must_exist = true};
@@ -83,18 +131,34 @@ int cmd_signal(int argc, char **argv)
     char message_id[64];
     if (!id)
         fresh_id("msg_", message_id, sizeof message_id);
-    sp_disposition d;
+    sp_signal_answer answer;
     if (!data || sp_engine_signal(s.engine, &key, id ? id : message_id, c.positional[1], outcome,
-                                  data, &d, &err))
+                                  data, &answer, &err))
         rc = session_fail(&s, &err);
-    else if (c.json)
-        cli_print_json(json_pack("{s:s,s:s,s:s}", "runId", key.run_id, "messageId",
-                                 id ? id : message_id, "disposition", disposition_name(d)));
     else
-        printf("signal %s to %s: %s\n", c.positional[1], key.run_id, disposition_name(d));
+        print_signal(&c, &key, c.positional[1], id ? id : message_id, &answer);
     json_decref(data);
     session_close(&s);
     return rc;
+}
+
+static void print_resolve(const cli *c, const sp_run_key *key, const char *invocation_id,
+                          const char *request_id, sp_disposition d)
+{
+    char next[4400];
+    cli_next_command(c, next, sizeof next, "resume %s", key->run_id);
+    if (c->json) {
+        json_t *out = json_pack("{s:s,s:s,s:s,s:s}", "runId", key->run_id, "invocationId",
+                                invocation_id, "requestId", request_id, "disposition",
+                                disposition_name(d));
+        if (out && d == SP_APPLIED)
+            json_object_set_new(out, "next", json_string(next));
+        cli_print_json(out);
+        return;
+    }
+    printf("resolve %s of %s: %s\n", invocation_id, key->run_id, disposition_name(d));
+    if (d == SP_APPLIED)
+        printf("next: %s   (or a running spore worker takes it)\n", next);
 }
 
 int cmd_resolve(int argc, char **argv)
@@ -130,12 +194,8 @@ int cmd_resolve(int argc, char **argv)
     if (!output || sp_engine_resolve(s.engine, &key, id ? id : request_id, c.positional[1], r,
                                      complete, output, fail, &d, &err))
         rc = session_fail(&s, &err);
-    else if (c.json)
-        cli_print_json(json_pack("{s:s,s:s,s:s,s:s}", "runId", key.run_id, "invocationId",
-                                 c.positional[1], "requestId", id ? id : request_id,
-                                 "disposition", disposition_name(d)));
     else
-        printf("resolve %s of %s: %s\n", c.positional[1], key.run_id, disposition_name(d));
+        print_resolve(&c, &key, c.positional[1], id ? id : request_id, d);
     json_decref(output);
     session_close(&s);
     return rc;

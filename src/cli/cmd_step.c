@@ -43,6 +43,10 @@ static int usage(cli *c, const char *what)
 static int claim(session *s, cli *c, const char *actor, const char *holder_text)
 {
     sp_error err = {0};
+    sp_run_key key;
+    int checked = c->npositional > 1 ? session_run_key(s, c->positional[1], &key) : 0;
+    if (checked) /* a malformed or unknown run ID, like every other command */
+        return checked;
     json_t *holder = holder_text ? sp_json_argument("--holder", holder_text, &err) : NULL;
     if (holder_text && !holder)
         return session_fail(s, &err);

@@ -9,8 +9,6 @@
 
 #include "cli/session.h"
 
-int cli_drive(session *s, const sp_run_key *key, json_t *extra);
-
 static const char HELP[] =
     "usage: spore worker [--run <runId> --until-parked] [--db <path>] [--json]\n"
     "                    [--lease-ms N] [--heartbeat-ms N] [--poll-ms N] [--grace-ms N]\n"

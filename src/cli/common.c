@@ -3,6 +3,7 @@
  * reading for the subcommands (see cli.h).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,31 @@ int cli_error(const cli *c, int exit_code, sp_error *err)
     return exit_code;
 }
 
+static bool shell_safe(const char *s)
+{
+    for (; *s; s++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+-", *s))
+            return false;
+    return true;
+}
+
+void cli_next_command(const cli *c, char *out, size_t n, const char *fmt, ...)
+{
+    int used = snprintf(out, n, "spore ");
+    va_list ap;
+    va_start(ap, fmt);
+    if (used >= 0 && (size_t)used < n)
+        used += vsnprintf(out + used, n - (size_t)used, fmt, ap);
+    va_end(ap);
+    const char *db = c->db;
+    if (!db || !*db || strncmp(db, "postgres", 8) == 0 || used < 0 || (size_t)used >= n)
+        return;
+    if (shell_safe(db) && !strchr(db, '\''))
+        snprintf(out + used, n - (size_t)used, " --db %s", db);
+    else if (!strchr(db, '\''))
+        snprintf(out + used, n - (size_t)used, " --db '%s'", db);
+}
+
 int cli_help(const char *text)
 {
     fputs(text, stdout);
@@ -268,9 +294,13 @@ char *cli_read_file(const char *path, size_t limit, size_t *len, sp_error *err)
 
 int cli_exit_for(const char *code)
 {
-    static const char *const internal[] = {"store.", "kernel.load", "runtime", "signal",
-                                           "internal", NULL};
-    for (const char *const *p = internal; *p; p++)
+    /* store and internal failures; `signal` alone is the CLI's own code for
+     * a failure to install signal handlers, not the signal.* answers */
+    static const char *const internal_prefixes[] = {"store.", "kernel.load", "runtime",
+                                                    "internal", "schema.", NULL};
+    if (strcmp(code, "signal") == 0)
+        return EXIT_INTERNAL;
+    for (const char *const *p = internal_prefixes; *p; p++)
         if (strncmp(code, *p, strlen(*p)) == 0)
             return EXIT_INTERNAL;
     return EXIT_USAGE;

@@ -21,6 +21,7 @@ static const char USAGE[] =
     "Commands:\n"
     "  run <workflow.json>        start (or resume) a run and work until it parks\n"
     "  start <workflow.json>      create a run and return\n"
+    "  resume <runId>             work on an existing run until it parks\n"
     "  worker                     work on every run until SIGINT/SIGTERM\n"
     "  status <runId>             show a run\n"
     "  list                       list runs\n"
@@ -48,7 +49,7 @@ typedef struct command {
 
 static const command COMMANDS[] = {
     {"validate", cmd_validate}, {"trace", cmd_trace},     {"start", cmd_start},
-    {"run", cmd_run},           {"worker", cmd_worker},   {"status", cmd_status},
+    {"run", cmd_run},           {"resume", cmd_resume},   {"worker", cmd_worker},   {"status", cmd_status},
     {"list", cmd_list},         {"events", cmd_events},   {"signal", cmd_signal},
     {"resolve", cmd_resolve},   {"release", cmd_release}, {"step", cmd_step},
     {"capabilities", cmd_capabilities},

@@ -35,7 +35,7 @@ int cli_parse_ms(const char *text, const char *name, uint64_t *out, sp_error *er
     char *end;
     unsigned long long v = strtoull(text, &end, 10);
     if (!*text || *end || text[0] == '-' || v == 0 || v > 86400000ULL * 365)
-        return sp_fail(err, "usage", "%s takes a positive number of milliseconds", name);
+        return sp_fail(err, CLI_INVALID_VALUE, "%s takes a positive number of milliseconds", name);
     *out = v;
     return 0;
 }

@@ -39,6 +39,11 @@ int session_run_key(session *s, const char *run_id, sp_run_key *key);
 /* Print `err` and return the exit code its code maps to. */
 int session_fail(session *s, sp_error *err);
 
+/* Work on `key` until it is terminal or parked, print its status (with
+ * `extra` members in JSON, taken) and return the exit code of cli.md §3
+ * (cmd_run.c; shared by run, resume and worker --run). */
+int cli_drive(session *s, const sp_run_key *key, json_t *extra);
+
 /* Exit code for a parked run (cli.md §3). */
 int session_exit_for_park(sp_park park);
 

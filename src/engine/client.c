@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/random.h"
+#include "engine/admission.h"
 #include "engine/internal.h"
 #include "engine/validate.h"
 #include "json/json.h"
@@ -22,14 +23,14 @@ static bool key_char_ok(char c)
            c == '_' || c == '.' || c == '-' || c == ':';
 }
 
-static int check_token(const char *what, const char *s, size_t max, sp_error *err)
+int engine_check_token(const char *what, const char *s, size_t max, sp_error *err)
 {
     size_t n = strlen(s);
     bool ok = n >= 1 && n <= max;
     for (size_t i = 0; ok && i < n; i++)
         ok = key_char_ok(s[i]);
     if (!ok)
-        return sp_fail(err, "usage", "%s must be 1 to %zu characters of [A-Za-z0-9_.:-]", what,
+        return sp_fail(err, "usage.invalid-value", "%s must be 1 to %zu characters of [A-Za-z0-9_.:-]", what,
                        max);
     return 0;
 }
@@ -53,9 +54,33 @@ static char *encode(const json_t *v, size_t *len, char digest[SP_DIGEST_TEXT_LEN
     return bytes;
 }
 
-/* An existing run for the start key: same workflow -> reuse, else run.exists. */
+/* The input the run started with is `input` (canonical bytes compared). */
+static int same_input(sp_engine *e, const sp_run_key *key, const json_t *input, bool *same,
+                      sp_error *err)
+{
+    sp_event_list events;
+    sp_store_rc rc;
+    ENGINE_RETRY_READ(e, rc, err, sp_store_list_events(e->store, key, 0, 1, &events, err));
+    if (rc != SP_STORE_OK)
+        return -1;
+    json_t *body = events.n ? json_loadb(events.events[0].body, events.events[0].body_len, 0, NULL)
+                            : NULL;
+    char *had = body ? sp_json_encode_alloc(json_object_get(body, "input"), NULL, NULL) : NULL;
+    char *given = sp_json_encode_alloc(input, NULL, NULL);
+    *same = had && given && strcmp(had, given) == 0;
+    int result = had && given ? 0 : sp_fail(err, "store.corrupt", "run %s has no start event",
+                                            key->run_id);
+    free(had);
+    free(given);
+    json_decref(body);
+    sp_event_list_free(&events);
+    return result;
+}
+
+/* An existing run for the start key: same workflow (and, when the caller
+ * gave one, the same input) -> reuse, else run.exists. */
 static int reuse(sp_engine *e, const sp_run_key *key, const char *package_digest,
-                 sp_start_result *out, sp_error *err)
+                 const json_t *explicit_input, sp_start_result *out, sp_error *err)
 {
     sp_run_view view;
     bool found = false;
@@ -70,6 +95,13 @@ static int reuse(sp_engine *e, const sp_run_key *key, const char *package_digest
         return sp_fail(err, "run.exists",
                        "start key %s already names run %s of another workflow", out->start_key,
                        key->run_id);
+    if (explicit_input && same_input(e, key, explicit_input, &same, err))
+        return -1;
+    if (!same)
+        return sp_fail_details(err, "run.exists", json_pack("{s:s}", "runId", key->run_id),
+                               "start key %s already names run %s, which started with another "
+                               "input; use another --key, or leave out --input to go on with it",
+                               out->start_key, key->run_id);
     out->key = *key;
     out->created = false;
     return 0;
@@ -81,8 +113,9 @@ static int find(sp_engine *e, const char *start_key, sp_run_key *key, bool *foun
     return rc == SP_STORE_OK ? 0 : -1;
 }
 
-static int create(sp_engine *e, const sp_validated *v, const json_t *input, sp_run_key *key,
-                  sp_start_result *out, sp_error *err)
+static int create(sp_engine *e, const sp_validated *v, const json_t *input,
+                  const json_t *explicit_input, sp_run_key *key, sp_start_result *out,
+                  sp_error *err)
 {
     json_t *started = json_pack("{s:O,s:s,s:s}", "input", input, "runId", key->run_id, "tenant",
                                 key->tenant);
@@ -110,7 +143,7 @@ static int create(sp_engine *e, const sp_validated *v, const json_t *input, sp_r
         if (find(e, out->start_key, key, &found, err))
             return -1;
         if (found)
-            return reuse(e, key, v->package_digest, out, err);
+            return reuse(e, key, v->package_digest, explicit_input, out, err);
         return sp_fail(err, "run.start-key-mismatch", "start key %s is taken", out->start_key);
     }
     return -1;
@@ -143,10 +176,11 @@ int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflo
     json_t *empty = json_object();
     if (!empty)
         return sp_oom(err);
+    const json_t *explicit_input = input;
     if (!input)
         input = empty;
     if (start_key) {
-        if (check_token("a start key", start_key, SP_STORE_ID_MAX, err))
+        if (engine_check_token("a start key", start_key, SP_STORE_ID_MAX, err))
             goto fail;
         snprintf(out->start_key, sizeof out->start_key, "%s", start_key);
     } else {
@@ -171,9 +205,9 @@ int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflo
         sp_seal_set_free(&blobs);
         goto fail;
     }
-    int rc = found ? reuse(e, &key, v.package_digest, out, err)
+    int rc = found ? reuse(e, &key, v.package_digest, explicit_input, out, err)
                    : put_blobs(e, &blobs, err) ? -1
-                                               : create(e, &v, input, &key, out, err);
+                                               : create(e, &v, input, explicit_input, &key, out, err);
     sp_seal_set_free(&blobs);
     sp_validated_free(&v);
     json_decref(empty);
@@ -205,21 +239,24 @@ static int append(sp_engine *e, const sp_run_key *key, const char *request_id,
 
 int sp_engine_signal(sp_engine *e, const sp_run_key *key, const char *message_id,
                      const char *name, const char *outcome, const json_t *data,
-                     sp_disposition *disposition, sp_error *err)
+                     sp_signal_answer *answer, sp_error *err)
 {
-    if (check_token("a message ID", message_id, SP_STORE_ID_MAX, err) ||
-        check_token("a signal name", name, 64, err) ||
-        (outcome && check_token("an outcome", outcome, 64, err)))
+    if (engine_check_token("a message ID", message_id, SP_STORE_ID_MAX, err) ||
+        engine_check_token("a signal name", name, 64, err) ||
+        (outcome && engine_check_token("an outcome", outcome, 64, err)))
+        return -1;
+    char request_id[SP_STORE_REQUEST_ID_MAX], event_id[SP_STORE_REQUEST_ID_MAX];
+    snprintf(request_id, sizeof request_id, "signal/%s", message_id);
+    snprintf(event_id, sizeof event_id, "sig:%s", message_id);
+    if (engine_admit_signal(e, key, request_id, name, outcome, answer, err))
         return -1;
     json_t *body = json_pack("{s:s,s:O}", "name", name, "data", data ? data : json_null());
     if (body && outcome)
         json_object_set_new(body, "outcome", json_string(outcome));
     if (!body)
         return sp_oom(err);
-    char request_id[SP_STORE_REQUEST_ID_MAX], event_id[SP_STORE_REQUEST_ID_MAX];
-    snprintf(request_id, sizeof request_id, "signal/%s", message_id);
-    snprintf(event_id, sizeof event_id, "sig:%s", message_id);
-    int rc = append(e, key, request_id, event_id, "signal.received", body, disposition, err);
+    int rc = append(e, key, request_id, event_id, "signal.received", body, &answer->disposition,
+                    err);
     json_decref(body);
     return rc;
 }
@@ -245,19 +282,21 @@ int sp_engine_resolve(sp_engine *e, const sp_run_key *key, const char *request_i
                       const json_t *output, const char *message, sp_disposition *disposition,
                       sp_error *err)
 {
-    if (check_token("a request ID", request_id, SP_STORE_ID_MAX, err) ||
-        check_token("an invocation ID", invocation_id, SP_STORE_ID_MAX, err))
+    if (engine_check_token("a request ID", request_id, SP_STORE_ID_MAX, err) ||
+        engine_check_token("an invocation ID", invocation_id, SP_STORE_ID_MAX, err))
         return -1;
-    if (resolution == SP_RESOLVE_COMPLETE && check_token("an outcome", outcome, 64, err))
+    if (resolution == SP_RESOLVE_COMPLETE && engine_check_token("an outcome", outcome, 64, err))
+        return -1;
+    char rid[SP_STORE_REQUEST_ID_MAX], event_id[SP_STORE_REQUEST_ID_MAX];
+    snprintf(rid, sizeof rid, "resolve/%s", request_id);
+    snprintf(event_id, sizeof event_id, "res:%s", request_id);
+    if (engine_admit_resolve(e, key, rid, invocation_id, resolution, outcome, err))
         return -1;
     json_t *r = resolution_value(resolution, outcome, output, message ? message : "");
     json_t *body = r ? json_pack("{s:s,s:o}", "invocationId", invocation_id, "resolution", r)
                      : NULL;
     if (!body)
         return sp_oom(err);
-    char rid[SP_STORE_REQUEST_ID_MAX], event_id[SP_STORE_REQUEST_ID_MAX];
-    snprintf(rid, sizeof rid, "resolve/%s", request_id);
-    snprintf(event_id, sizeof event_id, "res:%s", request_id);
     int rc = append(e, key, rid, event_id, "invocation.resolved", body, disposition, err);
     json_decref(body);
     return rc;

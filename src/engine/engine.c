@@ -71,12 +71,12 @@ static int init_identity(sp_engine *e, sp_error *err)
     const sp_engine_config *c = &e->cfg;
     const char *tenant = c->tenant ? c->tenant : "default";
     if (strlen(tenant) > SP_STORE_ID_MAX)
-        return sp_fail(err, "usage", "tenant longer than %d bytes", SP_STORE_ID_MAX);
+        return sp_fail(err, "usage.invalid-value", "tenant longer than %d bytes", SP_STORE_ID_MAX);
     snprintf(e->tenant, sizeof e->tenant, "%s", tenant);
     sp_random_hex(e->nonce, 16);
     if (c->worker_id) {
         if (strlen(c->worker_id) > SP_STORE_ID_MAX)
-            return sp_fail(err, "usage", "worker ID longer than %d bytes", SP_STORE_ID_MAX);
+            return sp_fail(err, "usage.invalid-value", "worker ID longer than %d bytes", SP_STORE_ID_MAX);
         snprintf(e->worker_id, sizeof e->worker_id, "%s", c->worker_id);
     } else {
         snprintf(e->worker_id, sizeof e->worker_id, "worker-%x-%llx-%lu", (unsigned)getpid(),
@@ -259,8 +259,8 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
 
 int sp_engine_key(const sp_engine *e, const char *run_id, sp_run_key *key, sp_error *err)
 {
-    if (!run_id || strlen(run_id) == 0 || strlen(run_id) > SP_STORE_ID_MAX)
-        return sp_fail(err, "usage", "a run ID is 1 to %d bytes", SP_STORE_ID_MAX);
+    if (engine_check_token("a run ID", run_id ? run_id : "", SP_STORE_ID_MAX, err))
+        return -1;
     memset(key, 0, sizeof *key);
     snprintf(key->tenant, sizeof key->tenant, "%s", e->tenant);
     snprintf(key->run_id, sizeof key->run_id, "%s", run_id);

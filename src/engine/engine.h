@@ -149,7 +149,9 @@ typedef struct sp_start_result {
 } sp_start_result;
 
 /* Validate (runner checks + dry start with the real run ID and input), then
- * create the run. `start_key` NULL -> key_<16 hex>. `input` NULL -> {}. */
+ * create the run. `start_key` NULL -> key_<16 hex>. `input` NULL -> {}. An
+ * existing run of the start key is reused (created false) when it has the
+ * same workflow and, if `input` is given, the same input; else run.exists. */
 int sp_engine_start(sp_engine *e, const json_t *workflow, const json_t *input,
                     const char *start_key, sp_start_result *out, sp_error *err);
 
@@ -161,12 +163,34 @@ int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflo
                        const json_t *input, const char *start_key, sp_start_result *out,
                        sp_error *err);
 
+/* Where an accepted signal goes. */
+typedef enum sp_signal_delivery {
+    SP_SIGNAL_DELIVERED, /* the run waits for it at its await-signal node now */
+    SP_SIGNAL_BUFFERED,  /* kept until the run reaches an await-signal node for it */
+} sp_signal_delivery;
+
+typedef struct sp_signal_answer {
+    sp_disposition disposition;
+    sp_signal_delivery delivery; /* when applied */
+    char node_id[72];            /* the run's position when checked ("" when none) */
+    char status[24];             /* the run's status when checked */
+} sp_signal_answer;
+
+/* Deliver a signal. Checked against the run first, nothing recorded on
+ * failure: run.terminal, signal.unknown-name (no await-signal node of the
+ * workflow waits for `name`), signal.outcome-unrouted (none routes
+ * `outcome`, default "received"); repeating a message ID answers duplicate
+ * whatever the run's state. */
 int sp_engine_signal(sp_engine *e, const sp_run_key *key, const char *message_id,
                      const char *name, const char *outcome, const json_t *data,
-                     sp_disposition *disposition, sp_error *err);
+                     sp_signal_answer *answer, sp_error *err);
 
 typedef enum sp_resolution { SP_RESOLVE_COMPLETE, SP_RESOLVE_RETRY, SP_RESOLVE_FAIL } sp_resolution;
 
+/* Answer the run's outcome-unknown invocation. Checked against the run
+ * first, nothing recorded on failure: run.terminal, resolve.not-applicable
+ * (another or no invocation, not unknown, already answered, an outcome its
+ * action does not declare); repeating a request ID answers duplicate. */
 int sp_engine_resolve(sp_engine *e, const sp_run_key *key, const char *request_id,
                       const char *invocation_id, sp_resolution resolution, const char *outcome,
                       const json_t *output, const char *message, sp_disposition *disposition,
@@ -224,6 +248,15 @@ int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id
  * deadlineMs, leaseUntilMs, attempt, probe} of the current invocation, or
  * JSON null when the run has none. */
 json_t *sp_engine_step_view(sp_engine *e, const sp_run_view *run);
+
+/* The name of the workflow a package digest holds (valid until
+ * sp_engine_free), NULL with package.missing or a kernel code. */
+const char *sp_engine_workflow_name(sp_engine *e, const char *package_digest, sp_error *err);
+
+/* A waiting run's wait, {signal, nodeId, outcomes: [routed outcomes]}, or
+ * JSON null when the run is not waiting at an await-signal node (new
+ * reference). */
+json_t *sp_engine_wait_view(sp_engine *e, const sp_run_view *run);
 
 /* The worker lock directory for fast takeover (engine.md §11) of a store:
  * `<file>.workers` next to a SQLite file; for a server store, a host-local

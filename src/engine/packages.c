@@ -105,3 +105,9 @@ void engine_packages_free(sp_engine *e)
         free(o);
     }
 }
+
+const char *sp_engine_workflow_name(sp_engine *e, const char *package_digest, sp_error *err)
+{
+    const sp_workflow *wf = engine_workflow(e, package_digest, err);
+    return wf ? (wf->name ? wf->name : "") : NULL;
+}

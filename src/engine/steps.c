@@ -258,7 +258,7 @@ int sp_engine_step_fail(sp_engine *e, const char *token, const char *message, co
     if (!code)
         code = "external.failed";
     if (!sp_is_error_code(code, strlen(code)))
-        return sp_fail(err, "usage", "--code must match [a-z0-9][a-z0-9.-]{0,63}");
+        return sp_fail(err, "usage.invalid-value", "--code must match [a-z0-9][a-z0-9.-]{0,63}");
     step_ctx s;
     if (from_token(e, token, &s, err))
         return -1;

@@ -197,11 +197,20 @@ sp_store_rc sp_store_get_run(sp_store *s, const sp_run_key *key, sp_run_view *ou
 
 /* ---- list_runs: by run ID within a tenant, cursor [runId] ---- */
 
-enum { LS_RUN, LS_START_KEY, LS_STATUS, LS_REVISION, LS_QUARANTINED, LS_CREATED, LS_UPDATED };
+enum {
+    LS_RUN,
+    LS_START_KEY,
+    LS_STATUS,
+    LS_REVISION,
+    LS_QUARANTINED,
+    LS_CREATED,
+    LS_UPDATED,
+    LS_PACKAGE
+};
 #define LIST_COLS                                                                                  \
     "SELECT run_id, start_key, status, revision,"                                                  \
-    " CASE WHEN quarantine_code IS NULL THEN 0 ELSE 1 END, created_at_ms, updated_at_ms"           \
-    " FROM runs WHERE tenant = ? "
+    " CASE WHEN quarantine_code IS NULL THEN 0 ELSE 1 END, created_at_ms, updated_at_ms,"          \
+    " package_digest FROM runs WHERE tenant = ? "
 
 static sp_store_rc list_query(sp_store *s, const char *tenant, const char *after, size_t limit,
                               sp_db_rows *rows, sp_error *err)
@@ -225,6 +234,7 @@ static sp_store_rc list_fill(const char *tenant, const sp_db_rows *rows, size_t 
         snprintf(r->key.tenant, sizeof r->key.tenant, "%s", tenant);
         lg_copy(r->key.run_id, sizeof r->key.run_id, rows, i, LS_RUN);
         lg_copy(r->status, sizeof r->status, rows, i, LS_STATUS);
+        lg_copy(r->package_digest, sizeof r->package_digest, rows, i, LS_PACKAGE);
         r->revision = lg_u64(rows, i, LS_REVISION);
         r->quarantined = lg_u64(rows, i, LS_QUARANTINED) != 0;
         r->created_at_ms = lg_u64(rows, i, LS_CREATED);

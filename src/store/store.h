@@ -374,6 +374,7 @@ void sp_run_view_free(sp_run_view *v);
 typedef struct sp_run_summary {
     sp_run_key key;
     char *start_key;
+    char package_digest[SP_DIGEST_TEXT_LEN + 1];
     char status[24];
     uint64_t revision;
     bool quarantined;

@@ -70,10 +70,12 @@ d=tests/fixtures/agent/two-results
 sp agent classify --stdout "$d/stdout" --stderr "$d/stderr" --step-id fix-0123456789ab --json
 expect_rc 2 "no --exit"
 expect_json '.error.code == "usage"' "no --exit: usage"
-sp agent classify --exit 300 --stdout "$d/stdout" --stderr "$d/stderr" --step-id fix-0123456789ab
+sp agent classify --exit 300 --stdout "$d/stdout" --stderr "$d/stderr" --step-id fix-0123456789ab --json
 expect_rc 2 "--exit 300"
-sp agent classify --exit 0 --stdout "$d/stdout" --stderr "$d/stderr" --step-id Bad_Id
+expect_json '.error.code == "usage.invalid-value"' "--exit 300: usage.invalid-value"
+sp agent classify --exit 0 --stdout "$d/stdout" --stderr "$d/stderr" --step-id Bad_Id --json
 expect_rc 2 "a bad --step-id"
+expect_json '.error.code == "usage.invalid-value"' "a bad --step-id: usage.invalid-value"
 sp agent classify --exit 0 --stdout "$tmp/missing" --stderr "$d/stderr" --step-id fix-0123456789ab --json
 expect_rc 2 "an unreadable --stdout"
 expect_json '.error.code == "file.unreadable"' "file.unreadable"

@@ -76,7 +76,8 @@ sp status "$id" --db "$db"
 expect_rc 0 "status (text)"
 grep -q "^quarantine  *budget.state-bytes: " <<<"$out" || fail "status (text): no quarantine line: $out"
 sp list --db "$db" --json
-expect_json '.runs == [{"runId": $id, "startKey": "big", "status": "running", "revision": "5", "quarantined": true}]' \
+expect_json '[.runs[] | {runId, startKey, status, revision, quarantined}]
+    == [{"runId": $id, "startKey": "big", "status": "running", "revision": "5", "quarantined": true}]' \
   "list" --arg id "$id"
 sp list --db "$db"
 grep -q "^$id .*(quarantined)$" <<<"$out" || fail "list (text): $out"

@@ -79,7 +79,7 @@ expect_json '.nodes.review.outcome == "approved" and .nodes.review.output == {"b
 sp step claim "$run" --db "$db" --json
 expect_json '.claimed == true and .nodeId == "note"' "unlabelled step claimed without --actor"
 token2=$(jq -r .token <<<"$out")
-expect_error 2 usage "bad error code" -- step fail "$token2" --db "$db" --error boom --code "Not Valid"
+expect_error 2 usage.invalid-value "bad error code" -- step fail "$token2" --db "$db" --error boom --code "Not Valid"
 sp step fail "$token2" --db "$db" --error "the note could not be written" --code note.failed --json
 expect_rc 0 "fail"
 sp run "$ext" --db "$db" --key e1 --json

@@ -119,7 +119,9 @@ expect_json '.status == "completed" and .result.output == {"node": "deploy", "at
 kill_mid_effect deploy-3 '{"effect": true, "sleep": 30}'
 sp resolve "$run_id" "$inv" --fail "rolled back by hand" --id fail-1 --db "$db"
 expect_rc 0 "resolve --fail (text)"
-[ "$out" = "resolve $inv of $run_id: applied" ] || fail "resolve --fail (text): \"$out\""
+[ "$(head -n 1 <<<"$out")" = "resolve $inv of $run_id: applied" ] || fail "resolve --fail (text): \"$out\""
+grep -qx "next: spore resume $run_id --db $db   (or a running spore worker takes it)" <<<"$out" ||
+  fail "resolve --fail (text) does not say how to go on: \"$out\""
 sp run "$wf/unsafe.json" --key deploy-3 --db "$db" --json
 expect_rc 1 "run after resolve --fail"
 expect_json '.status == "failed" and .result.error.code == "operator.failed"

@@ -47,7 +47,10 @@ expect_rc 0 "signal approved"
 expect_json '.runId == $id and .messageId == "ok-1" and .disposition == "applied"' "signal approved" --arg id "$ok"
 sp signal "$no" approval --outcome rejected --id no-1 --db "$db"
 expect_rc 0 "signal rejected (text)"
-[ "$out" = "signal approval to $no: applied" ] || fail "signal rejected (text): \"$out\""
+[ "$(head -n 1 <<<"$out")" = "signal approval to $no: delivered (the run waits for it at approval)" ] ||
+  fail "signal rejected (text): \"$out\""
+grep -qx "next: spore resume $no --db $db   (or a running spore worker takes it)" <<<"$out" ||
+  fail "signal rejected (text) does not say how to go on: \"$out\""
 
 wait_for 15 status_is "$ok" completed || fail "the worker did not complete $ok after the signal (status $(run_status "$ok"))"
 wait_for 15 status_is "$no" failed || fail "the worker did not fail $no after the rejection (status $(run_status "$no"))"

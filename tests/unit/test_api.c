@@ -314,7 +314,7 @@ static void test_resolve(spore_db *db)
     CHECK_INT(spore_resolve(db, run_id, invocation, (spore_resolution)9, NULL, NULL, NULL, NULL,
                             NULL, &e),
               -1);
-    CHECK_STR(e.code, "usage");
+    CHECK_STR(e.code, "usage.invalid-value");
     spore_error_clear(&e);
 
     bool dup = true;
@@ -433,7 +433,7 @@ static void test_errors(spore_db *db)
     CHECK_CODE(start_float, "canonical.non-integer");
     CHECK_CODE(start_invalid, "workflow.invalid");
     CHECK_CODE(start_no_kind, "action.kind-missing");
-    CHECK_CODE(start_bad_key, "usage");
+    CHECK_CODE(start_bad_key, "usage.invalid-value");
     CHECK_CODE(start_null, "usage");
     CHECK_CODE(start_other_workflow, "run.exists");
     CHECK_CODE(status_missing, "run.not-found");

@@ -405,6 +405,12 @@ static sp_store_rc check_private(const char *path, sp_error *err)
 static sp_store_rc open_store_file(sq_conn *c, const char *path, const sp_store_open_opts *o,
                                    sp_error *err)
 {
+    /* SQLite opens a file it may not write read-only without a word; a
+     * worker would then retry its first write forever */
+    if (o->mode == SP_STORE_OPEN_OR_CREATE && sqlite3_db_readonly(c->db, "main") == 1) {
+        sp_fail(err, "store.io", "%s is read-only here: spore cannot record steps in it", path);
+        return SP_STORE_UNAVAILABLE;
+    }
     bool empty = false;
     sp_store_rc kind = sp_sqlite_schema_check(c->db, &empty, err);
     if (kind == SP_STORE_OK && empty && o->mode == SP_STORE_OPEN_EXISTING) {

@@ -1,0 +1,47 @@
+/*
+ * cmd_resume.c - `spore resume <runId>`: work on an existing run until it is
+ * terminal or parked, without the workflow file (the store holds its
+ * package), with the exit codes of `spore run`.
+ *
+ * Must never create a store or a run: an unknown run is run.not-found.
+ */
+#include <stdio.h>
+
+#include "cli/session.h"
+
+static const char HELP[] =
+    "usage: spore resume <runId> [--db <path>] [--json] [--lease-ms N] [--heartbeat-ms N]\n"
+    "                    [--poll-ms N] [--grace-ms N] [--store-retry-ms N]\n"
+    "\n"
+    "Works on an existing run until it is terminal or parked, exactly like\n"
+    "`spore run` with the run's start key, but without the workflow file: the\n"
+    "store holds the workflow the run started with. Use it after `spore signal`,\n"
+    "`spore resolve` or `spore release`, or after a crash.\n"
+    "\n"
+    "Exit: 0 completed, 1 failed, 3 waiting for a signal, 4 needs intervention,\n"
+    "5 quarantined, 6 waiting for an async or external step, 10 store or internal\n"
+    "error, 130 interrupted.\n";
+
+int cmd_resume(int argc, char **argv)
+{
+    cli c = {.command = "resume", .store_must_exist = true};
+    sp_error err = {0};
+    if (cli_parse(&c, argc, argv, NULL, &err))
+        return cli_error(&c, EXIT_USAGE, &err);
+    if (c.help)
+        return cli_help(HELP);
+    if (c.npositional != 1) {
+        sp_fail(&err, "usage", "resume takes one run ID (see spore resume --help)");
+        return cli_error(&c, EXIT_USAGE, &err);
+    }
+    session s;
+    int rc = session_open(&s, &c);
+    if (rc)
+        return rc;
+    sp_run_key key;
+    rc = session_run_key(&s, c.positional[0], &key);
+    if (rc == 0)
+        rc = cli_drive(&s, &key, NULL);
+    session_close(&s);
+    return rc;
+}

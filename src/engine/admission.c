@@ -1,0 +1,283 @@
+/*
+ * admission.c - a signal or a resolve checked against the run before it is
+ * recorded, and where an accepted signal goes (docs/cli.md "Truthful
+ * answers").
+ *
+ * What it is for: refusing, with a code and nothing recorded, what the kernel
+ * could only drop later with a diagnostic: anything sent to a terminal run
+ * (run.terminal), a signal name no await-signal node of the workflow waits
+ * for (signal.unknown-name), an outcome none of those nodes routes
+ * (signal.outcome-unrouted), a resolve of an invocation that is not the
+ * run's unknown one, one already answered, or one completing with an outcome
+ * its action does not declare (resolve.not-applicable). A request whose
+ * receipt exists is not checked again: repeating it answers `duplicate` (or
+ * a digest conflict) whatever the run's state is now.
+ *
+ * What it must never do: write to the store, or replace the kernel's
+ * decision: these checks read committed state only, so a commit that races
+ * them still ends in the kernel's own diagnostic, as before.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/admission.h"
+#include "engine/internal.h"
+
+/* What the checks read of a run. */
+typedef struct run_facts {
+    sp_run_view view;
+    json_t *snapshot;          /* NULL before the first commit */
+    const sp_workflow *wf;
+    const char *status;        /* the snapshot's, else the run's ("created") */
+    const char *position_node; /* NULL when none */
+    const json_t *invocation;  /* NULL when none */
+    sp_event_list pending;     /* accepted, not yet consumed */
+} run_facts;
+
+static void facts_free(run_facts *f)
+{
+    json_decref(f->snapshot);
+    sp_event_list_free(&f->pending);
+    sp_run_view_free(&f->view);
+}
+
+static const char *member_text(const json_t *obj, const char *name)
+{
+    return json_is_object(obj) ? json_string_value(json_object_get(obj, name)) : NULL;
+}
+
+static int read_snapshot(run_facts *f, sp_error *err)
+{
+    f->status = f->view.status;
+    if (!f->view.snapshot)
+        return 0;
+    f->snapshot = json_loadb(f->view.snapshot, f->view.snapshot_len, 0, NULL);
+    if (!f->snapshot)
+        return sp_fail(err, "store.corrupt", "the snapshot of %s is not JSON", f->view.key.run_id);
+    const char *status = member_text(f->snapshot, "status");
+    f->status = status ? status : f->view.status;
+    f->position_node = member_text(json_object_get(f->snapshot, "position"), "nodeId");
+    const json_t *inv = json_object_get(f->snapshot, "invocation");
+    f->invocation = json_is_object(inv) ? inv : NULL;
+    return 0;
+}
+
+static int load_facts(sp_engine *e, const sp_run_key *key, run_facts *f, sp_error *err)
+{
+    memset(f, 0, sizeof *f);
+    if (engine_get_run(e, key, &f->view, err))
+        return -1;
+    if (read_snapshot(f, err) || !(f->wf = engine_workflow(e, f->view.package_digest, err)))
+        return -1;
+    sp_store_rc rc;
+    ENGINE_RETRY_READ(e, rc, err,
+                 sp_store_list_events(e->store, key, f->view.applied_sequence, ADMISSION_PENDING_MAX,
+                                      &f->pending, err));
+    return rc == SP_STORE_OK ? 0 : -1;
+}
+
+static int receipt_exists(sp_engine *e, const sp_run_key *key, const char *request_id,
+                          bool *exists, sp_error *err)
+{
+    sp_receipt r;
+    sp_store_rc rc;
+    ENGINE_RETRY_READ(e, rc, err, sp_store_get_receipt(e->store, key, request_id, &r, exists, err));
+    if (rc != SP_STORE_OK)
+        return -1;
+    if (*exists)
+        sp_receipt_free(&r);
+    return 0;
+}
+
+static int refuse_terminal(const run_facts *f, const char *what, sp_error *err)
+{
+    if (strcmp(f->status, "completed") != 0 && strcmp(f->status, "failed") != 0)
+        return 0;
+    return sp_fail_details(err, "run.terminal", json_pack("{s:s}", "status", f->status),
+                           "run %s has %s: a %s can no longer change it; nothing recorded",
+                           f->view.key.run_id, f->status, what);
+}
+
+/* ---- signals ---- */
+
+/* The await-signal nodes for `name`, as a JSON array of node IDs, and
+ * whether one of them routes `outcome`. */
+static json_t *waiters(const sp_workflow *wf, const char *name, const char *outcome,
+                       bool *routed)
+{
+    json_t *nodes = json_array();
+    *routed = false;
+    for (size_t i = 0; nodes && i < wf->nnodes; i++) {
+        const sp_node *n = &wf->nodes[i];
+        if (n->kind != SP_NODE_AWAIT_SIGNAL || strcmp(n->signal, name) != 0)
+            continue;
+        json_array_append_new(nodes, json_string(n->id));
+        *routed = *routed || sp_node_route(n, outcome, strlen(outcome)) != NULL;
+    }
+    return nodes;
+}
+
+static json_t *awaited_names(const sp_workflow *wf)
+{
+    json_t *names = json_array();
+    for (size_t i = 0; names && i < wf->nnodes; i++)
+        if (wf->nodes[i].kind == SP_NODE_AWAIT_SIGNAL)
+            json_array_append_new(names, json_string(wf->nodes[i].signal));
+    return names;
+}
+
+static int check_signal_route(const sp_workflow *wf, const char *name, const char *outcome,
+                              sp_error *err)
+{
+    bool routed = false;
+    json_t *nodes = waiters(wf, name, outcome, &routed);
+    if (!nodes)
+        return sp_oom(err);
+    size_t n = json_array_size(nodes);
+    json_decref(nodes);
+    if (n == 0)
+        return sp_fail_details(err, "signal.unknown-name",
+                               json_pack("{s:s,s:o}", "name", name, "awaited", awaited_names(wf)),
+                               "workflow %s never waits for a signal named \"%s\"; nothing "
+                               "recorded (its await-signal nodes are in details)",
+                               wf->name ? wf->name : "", name);
+    if (!routed)
+        return sp_fail_details(err, "signal.outcome-unrouted",
+                               json_pack("{s:s,s:s}", "name", name, "outcome", outcome),
+                               "no await-signal node for \"%s\" routes the outcome \"%s\"; "
+                               "nothing recorded",
+                               name, outcome);
+    return 0;
+}
+
+/* Whether an unconsumed signal named `name` is already queued. */
+static bool signal_queued(const run_facts *f, const char *name)
+{
+    for (size_t i = 0; i < f->pending.n; i++) {
+        const sp_event *ev = &f->pending.events[i];
+        if (strcmp(ev->kind, "signal.received") != 0)
+            continue;
+        json_t *body = json_loadb(ev->body, ev->body_len, 0, NULL);
+        bool same = body && strcmp(member_text(body, "name") ? member_text(body, "name") : "",
+                                   name) == 0;
+        json_decref(body);
+        if (same)
+            return true;
+    }
+    return false;
+}
+
+static void delivery_of(const run_facts *f, const char *name, sp_signal_answer *a)
+{
+    const sp_node *at = f->position_node ? sp_workflow_node(f->wf, f->position_node) : NULL;
+    bool waits_here = strcmp(f->status, "waiting") == 0 && at &&
+                      at->kind == SP_NODE_AWAIT_SIGNAL && strcmp(at->signal, name) == 0;
+    a->delivery = waits_here && !signal_queued(f, name) ? SP_SIGNAL_DELIVERED : SP_SIGNAL_BUFFERED;
+    snprintf(a->node_id, sizeof a->node_id, "%s", f->position_node ? f->position_node : "");
+    snprintf(a->status, sizeof a->status, "%s", f->status);
+}
+
+int engine_admit_signal(sp_engine *e, const sp_run_key *key, const char *request_id,
+                        const char *name, const char *outcome, sp_signal_answer *answer,
+                        sp_error *err)
+{
+    memset(answer, 0, sizeof *answer);
+    bool repeated = false;
+    if (receipt_exists(e, key, request_id, &repeated, err))
+        return -1;
+    if (repeated)
+        return 0;
+    run_facts f;
+    int rc = load_facts(e, key, &f, err);
+    if (rc == 0)
+        rc = refuse_terminal(&f, "signal", err);
+    if (rc == 0)
+        rc = check_signal_route(f.wf, name, outcome ? outcome : "received", err);
+    if (rc == 0)
+        delivery_of(&f, name, answer);
+    facts_free(&f);
+    return rc;
+}
+
+/* ---- resolves ---- */
+
+static int not_applicable(sp_error *err, const char *invocation_id, const char *reason,
+                          const char *message)
+{
+    return sp_fail_details(err, "resolve.not-applicable",
+                           json_pack("{s:s,s:s}", "invocationId", invocation_id, "reason", reason),
+                           "%s; nothing recorded", message);
+}
+
+static bool resolve_queued(const run_facts *f, const char *invocation_id)
+{
+    for (size_t i = 0; i < f->pending.n; i++) {
+        const sp_event *ev = &f->pending.events[i];
+        if (strcmp(ev->kind, "invocation.resolved") != 0)
+            continue;
+        json_t *body = json_loadb(ev->body, ev->body_len, 0, NULL);
+        const char *id = member_text(body, "invocationId");
+        bool same = id && strcmp(id, invocation_id) == 0;
+        json_decref(body);
+        if (same)
+            return true;
+    }
+    return false;
+}
+
+static int check_resolve(const run_facts *f, const char *invocation_id, sp_resolution r,
+                         const char *outcome, sp_error *err)
+{
+    char why[320];
+    const char *current = member_text(f->invocation, "invocationId");
+    const char *state = member_text(f->invocation, "state");
+    if (!current || strcmp(current, invocation_id) != 0) {
+        if (current)
+            snprintf(why, sizeof why, "the run's current invocation is %s, not %s (see spore status)",
+                     current, invocation_id);
+        else
+            snprintf(why, sizeof why, "run %s has no invocation to resolve (see spore status)",
+                     f->view.key.run_id);
+        return not_applicable(err, invocation_id, "invocation-mismatch", why);
+    }
+    if (!state || strcmp(state, "unknown") != 0) {
+        snprintf(why, sizeof why, "invocation %s is scheduled: its outcome is not unknown",
+                 invocation_id);
+        return not_applicable(err, invocation_id, "invocation-not-unknown", why);
+    }
+    if (resolve_queued(f, invocation_id)) {
+        snprintf(why, sizeof why,
+                 "invocation %s already has a resolve waiting to be applied (spore resume "
+                 "applies it)",
+                 invocation_id);
+        return not_applicable(err, invocation_id, "already-resolved", why);
+    }
+    const sp_node *node = f->position_node ? sp_workflow_node(f->wf, f->position_node) : NULL;
+    if (r == SP_RESOLVE_COMPLETE && node && node->action &&
+        !sp_action_declares(node->action, outcome, strlen(outcome))) {
+        snprintf(why, sizeof why, "the action of step %s does not declare the outcome \"%s\"",
+                 node->id, outcome);
+        return not_applicable(err, invocation_id, "outcome-undeclared", why);
+    }
+    return 0;
+}
+
+int engine_admit_resolve(sp_engine *e, const sp_run_key *key, const char *request_id,
+                         const char *invocation_id, sp_resolution r, const char *outcome,
+                         sp_error *err)
+{
+    bool repeated = false;
+    if (receipt_exists(e, key, request_id, &repeated, err))
+        return -1;
+    if (repeated)
+        return 0;
+    run_facts f;
+    int rc = load_facts(e, key, &f, err);
+    if (rc == 0)
+        rc = refuse_terminal(&f, "resolve", err);
+    if (rc == 0)
+        rc = check_resolve(&f, invocation_id, r, outcome, err);
+    facts_free(&f);
+    return rc;
+}
