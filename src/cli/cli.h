@@ -59,6 +59,17 @@ typedef struct cli {
  * c->json is set before any error when --json stands anywhere. */
 int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *err);
 
+/* What cli_begin() returns after printing a command's help: the command
+ * returns EXIT_OK. */
+#define CLI_HELP_SHOWN (-1)
+
+/* The start every command shares: parse with its options, print its help on
+ * --help (CLI_HELP_SHOWN), check that it got `nargs` positional arguments
+ * (usage error "<command> takes <takes>"); 0 to go on, else the exit code
+ * after printing the error. */
+int cli_begin(cli *c, int argc, char **argv, const cli_option *opts, const char *help, int nargs,
+              const char *takes);
+
 /* main(): the global options before the command (`spore --db x --json list`);
  * *command_index is the index of the command word in argv. */
 int cli_parse_leading(int argc, char **argv, int *command_index, sp_error *err);

@@ -26,25 +26,8 @@ static const char EVENTS_HELP[] =
 
 static int open_one(cli *c, int argc, char **argv, const char *help, session *s, sp_run_key *key)
 {
-    sp_error err = {0};
-    if (cli_parse(c, argc, argv, NULL, &err))
-        return cli_error(c, EXIT_USAGE, &err);
-    if (c->help) {
-        cli_help(help);
-        return -1;
-    }
-    if (c->npositional != 1) {
-        sp_fail(&err, "usage", "%s takes one run ID (see spore %s --help)", c->command,
-                c->command);
-        return cli_error(c, EXIT_USAGE, &err);
-    }
-    int rc = session_open(s, c);
-    if (rc)
-        return rc;
-    rc = session_run_key(s, c->positional[0], key);
-    if (rc)
-        session_close(s);
-    return rc;
+    int rc = cli_begin(c, argc, argv, NULL, help, 1, "one run ID");
+    return rc ? rc : session_open_run(s, c, c->positional[0], key);
 }
 
 int cmd_status(int argc, char **argv)

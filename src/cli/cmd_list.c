@@ -177,17 +177,13 @@ int cmd_list(int argc, char **argv)
                                {"--limit", true, &a.limit_text, NULL},
                                {NULL, false, NULL, NULL}};
     sp_error err = {0};
-    if (cli_parse(&c, argc, argv, opts, &err) || parse_limit(&a, &err))
-        return cli_error(&c, EXIT_USAGE, &err);
-    if (c.help)
-        return cli_help(HELP);
-    if (c.npositional != 0) {
-        sp_fail(&err, "usage", "list takes no arguments (see spore list --help)");
-        return cli_error(&c, EXIT_USAGE, &err);
-    }
-    session s;
-    int rc = session_open(&s, &c);
+    int rc = cli_begin(&c, argc, argv, opts, HELP, 0, "no arguments");
     if (rc)
+        return rc == CLI_HELP_SHOWN ? EXIT_OK : rc;
+    if (parse_limit(&a, &err))
+        return cli_error(&c, EXIT_USAGE, &err);
+    session s;
+    if ((rc = session_open(&s, &c)))
         return rc;
     run_rows rows = {0};
     if (collect(&s, &a, &rows, &err))

@@ -25,23 +25,14 @@ static const char HELP[] =
 int cmd_resume(int argc, char **argv)
 {
     cli c = {.command = "resume", .store_must_exist = true};
-    sp_error err = {0};
-    if (cli_parse(&c, argc, argv, NULL, &err))
-        return cli_error(&c, EXIT_USAGE, &err);
-    if (c.help)
-        return cli_help(HELP);
-    if (c.npositional != 1) {
-        sp_fail(&err, "usage", "resume takes one run ID (see spore resume --help)");
-        return cli_error(&c, EXIT_USAGE, &err);
-    }
     session s;
-    int rc = session_open(&s, &c);
-    if (rc)
-        return rc;
     sp_run_key key;
-    rc = session_run_key(&s, c.positional[0], &key);
-    if (rc == 0)
-        rc = cli_drive(&s, &key, NULL);
+    int rc = cli_begin(&c, argc, argv, NULL, HELP, 1, "one run ID");
+    if (rc)
+        return rc == CLI_HELP_SHOWN ? EXIT_OK : rc;
+    if ((rc = session_open_run(&s, &c, c.positional[0], &key)))
+        return rc;
+    rc = cli_drive(&s, &key, NULL);
     session_close(&s);
     return rc;
 }

@@ -83,19 +83,7 @@ static int parse(cli *c, int argc, char **argv, start_args *a, const char *help)
         {"--key", true, &a->key, NULL},
         {NULL, false, NULL, NULL},
     };
-    sp_error err = {0};
-    if (cli_parse(c, argc, argv, opts, &err))
-        return cli_error(c, EXIT_USAGE, &err);
-    if (c->help) {
-        cli_help(help);
-        return -1;
-    }
-    if (c->npositional != 1) {
-        sp_fail(&err, "usage", "%s takes one workflow file (see spore %s --help)", c->command,
-                c->command);
-        return cli_error(c, EXIT_USAGE, &err);
-    }
-    return 0;
+    return cli_begin(c, argc, argv, opts, help, 1, "one workflow file");
 }
 
 int cmd_start(int argc, char **argv)

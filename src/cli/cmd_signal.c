@@ -52,23 +52,9 @@ static const char *disposition_name(sp_disposition d)
 static int prologue(cli *c, int argc, char **argv, const cli_option *opts, const char *help,
                     int positional, session *s, sp_run_key *key)
 {
-    sp_error err = {0};
-    if (cli_parse(c, argc, argv, opts, &err))
-        return cli_error(c, EXIT_USAGE, &err);
-    if (c->help) {
-        cli_help(help);
-        return -1;
-    }
-    if (c->npositional != positional) {
-        sp_fail(&err, "usage", "wrong number of arguments (see spore %s --help)", c->command);
-        return cli_error(c, EXIT_USAGE, &err);
-    }
-    int rc = session_open(s, c);
-    if (rc)
-        return rc;
-    if ((rc = session_run_key(s, c->positional[0], key)))
-        session_close(s);
-    return rc;
+    int rc = cli_begin(c, argc, argv, opts, help, positional,
+                       positional == 1 ? "a run ID" : "a run ID and one more argument");
+    return rc ? rc : session_open_run(s, c, c->positional[0], key);
 }
 
 static void fresh_id(const char *prefix, char *out, size_t n)

@@ -26,14 +26,9 @@ int cmd_validate(int argc, char **argv)
 {
     cli c = {.command = "validate"};
     sp_error err = {0};
-    if (cli_parse(&c, argc, argv, NULL, &err))
-        return cli_error(&c, EXIT_USAGE, &err);
-    if (c.help)
-        return cli_help(HELP);
-    if (c.npositional != 1) {
-        sp_fail(&err, "usage", "validate takes one workflow file (see spore validate --help)");
-        return cli_error(&c, EXIT_USAGE, &err);
-    }
+    int begun = cli_begin(&c, argc, argv, NULL, HELP, 1, "one workflow file");
+    if (begun)
+        return begun == CLI_HELP_SHOWN ? EXIT_OK : begun;
     json_t *doc = sp_workflow_file_read(c.positional[0], &err);
     if (!doc)
         return cli_error(&c, cli_exit_for(err.code), &err);

@@ -166,6 +166,23 @@ int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *e
     return check_global_values(c, err);
 }
 
+int cli_begin(cli *c, int argc, char **argv, const cli_option *opts, const char *help, int nargs,
+              const char *takes)
+{
+    sp_error err = {0};
+    if (cli_parse(c, argc, argv, opts, &err))
+        return cli_error(c, EXIT_USAGE, &err);
+    if (c->help) {
+        cli_help(help);
+        return CLI_HELP_SHOWN;
+    }
+    if (c->npositional != nargs) {
+        sp_fail(&err, "usage", "%s takes %s (see spore %s --help)", c->command, takes, c->command);
+        return cli_error(c, EXIT_USAGE, &err);
+    }
+    return 0;
+}
+
 int cli_parse_leading(int argc, char **argv, int *command_index, sp_error *err)
 {
     cli *c = &leading_globals;

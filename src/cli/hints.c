@@ -51,7 +51,8 @@ static void hint_of(const cli *c, const sp_run_view *v, const json_t *snap, cons
     if (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0)
         return;
     if (json_is_object(wait)) {
-        const char *outcome = json_string_value(json_array_get(json_object_get(wait, "outcomes"), 0));
+        const char *outcome =
+            json_string_value(json_array_get(json_object_get(wait, "outcomes"), 0));
         cli_next_command(c, h->next, sizeof h->next, "signal %s %s%s%s", v->key.run_id,
                          json_string_value(json_object_get(wait, "signal")),
                          outcome ? " --outcome " : "", outcome ? outcome : "");

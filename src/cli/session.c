@@ -187,6 +187,16 @@ int session_run_key(session *s, const char *run_id, sp_run_key *key)
     return 0;
 }
 
+int session_open_run(session *s, cli *c, const char *run_id, sp_run_key *key)
+{
+    int rc = session_open(s, c);
+    if (rc)
+        return rc;
+    if ((rc = session_run_key(s, run_id, key)))
+        session_close(s);
+    return rc;
+}
+
 int session_exit_for_park(sp_park park)
 {
     switch (park) {

@@ -36,6 +36,10 @@ void session_close(session *s);
  * (run.not-found). Returns 0 or an exit code after printing. */
 int session_run_key(session *s, const char *run_id, sp_run_key *key);
 
+/* session_open() and session_run_key() in one: the store, an engine and
+ * the key of an existing run; on failure nothing stays open. */
+int session_open_run(session *s, cli *c, const char *run_id, sp_run_key *key);
+
 /* Print `err` and return the exit code its code maps to. */
 int session_fail(session *s, sp_error *err);
 

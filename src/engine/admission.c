@@ -72,8 +72,8 @@ static int load_facts(sp_engine *e, const sp_run_key *key, run_facts *f, sp_erro
         return -1;
     sp_store_rc rc;
     ENGINE_RETRY_READ(e, rc, err,
-                 sp_store_list_events(e->store, key, f->view.applied_sequence, ADMISSION_PENDING_MAX,
-                                      &f->pending, err));
+                      sp_store_list_events(e->store, key, f->view.applied_sequence,
+                                           ADMISSION_PENDING_MAX, &f->pending, err));
     return rc == SP_STORE_OK ? 0 : -1;
 }
 
@@ -97,6 +97,30 @@ static int refuse_terminal(const run_facts *f, const char *what, sp_error *err)
     return sp_fail_details(err, "run.terminal", json_pack("{s:s}", "status", f->status),
                            "run %s has %s: a %s can no longer change it; nothing recorded",
                            f->view.key.run_id, f->status, what);
+}
+
+/* A request's own check, after the run was found not terminal. */
+typedef int (*admission_check)(const run_facts *f, void *ctx, sp_error *err);
+
+/* The frame every request shares: one whose receipt exists goes through
+ * unchecked (the append answers duplicate or a conflict); else the run is
+ * read, a terminal one refused, then `check` decides. */
+static int admit(sp_engine *e, const sp_run_key *key, const char *request_id, const char *what,
+                 admission_check check, void *ctx, sp_error *err)
+{
+    bool repeated = false;
+    if (receipt_exists(e, key, request_id, &repeated, err))
+        return -1;
+    if (repeated)
+        return 0;
+    run_facts f;
+    int rc = load_facts(e, key, &f, err);
+    if (rc == 0)
+        rc = refuse_terminal(&f, what, err);
+    if (rc == 0)
+        rc = check(&f, ctx, err);
+    facts_free(&f);
+    return rc;
 }
 
 /* ---- signals ---- */
@@ -151,16 +175,17 @@ static int check_signal_route(const sp_workflow *wf, const char *name, const cha
     return 0;
 }
 
-/* Whether an unconsumed signal named `name` is already queued. */
-static bool signal_queued(const run_facts *f, const char *name)
+/* Whether an unconsumed event of `kind` whose `member` is `value` is queued. */
+static bool pending_has(const run_facts *f, const char *kind, const char *member,
+                        const char *value)
 {
     for (size_t i = 0; i < f->pending.n; i++) {
         const sp_event *ev = &f->pending.events[i];
-        if (strcmp(ev->kind, "signal.received") != 0)
+        if (strcmp(ev->kind, kind) != 0)
             continue;
         json_t *body = json_loadb(ev->body, ev->body_len, 0, NULL);
-        bool same = body && strcmp(member_text(body, "name") ? member_text(body, "name") : "",
-                                   name) == 0;
+        const char *text = member_text(body, member);
+        bool same = text && strcmp(text, value) == 0;
         json_decref(body);
         if (same)
             return true;
@@ -173,9 +198,25 @@ static void delivery_of(const run_facts *f, const char *name, sp_signal_answer *
     const sp_node *at = f->position_node ? sp_workflow_node(f->wf, f->position_node) : NULL;
     bool waits_here = strcmp(f->status, "waiting") == 0 && at &&
                       at->kind == SP_NODE_AWAIT_SIGNAL && strcmp(at->signal, name) == 0;
-    a->delivery = waits_here && !signal_queued(f, name) ? SP_SIGNAL_DELIVERED : SP_SIGNAL_BUFFERED;
+    a->delivery = waits_here && !pending_has(f, "signal.received", "name", name)
+                      ? SP_SIGNAL_DELIVERED
+                      : SP_SIGNAL_BUFFERED;
     snprintf(a->node_id, sizeof a->node_id, "%s", f->position_node ? f->position_node : "");
     snprintf(a->status, sizeof a->status, "%s", f->status);
+}
+
+typedef struct signal_request {
+    const char *name, *outcome;
+    sp_signal_answer *answer;
+} signal_request;
+
+static int check_signal(const run_facts *f, void *ctx, sp_error *err)
+{
+    signal_request *q = ctx;
+    if (check_signal_route(f->wf, q->name, q->outcome ? q->outcome : "received", err))
+        return -1;
+    delivery_of(f, q->name, q->answer);
+    return 0;
 }
 
 int engine_admit_signal(sp_engine *e, const sp_run_key *key, const char *request_id,
@@ -183,21 +224,8 @@ int engine_admit_signal(sp_engine *e, const sp_run_key *key, const char *request
                         sp_error *err)
 {
     memset(answer, 0, sizeof *answer);
-    bool repeated = false;
-    if (receipt_exists(e, key, request_id, &repeated, err))
-        return -1;
-    if (repeated)
-        return 0;
-    run_facts f;
-    int rc = load_facts(e, key, &f, err);
-    if (rc == 0)
-        rc = refuse_terminal(&f, "signal", err);
-    if (rc == 0)
-        rc = check_signal_route(f.wf, name, outcome ? outcome : "received", err);
-    if (rc == 0)
-        delivery_of(&f, name, answer);
-    facts_free(&f);
-    return rc;
+    signal_request q = {name, outcome, answer};
+    return admit(e, key, request_id, "signal", check_signal, &q, err);
 }
 
 /* ---- resolves ---- */
@@ -210,22 +238,6 @@ static int not_applicable(sp_error *err, const char *invocation_id, const char *
                            "%s; nothing recorded", message);
 }
 
-static bool resolve_queued(const run_facts *f, const char *invocation_id)
-{
-    for (size_t i = 0; i < f->pending.n; i++) {
-        const sp_event *ev = &f->pending.events[i];
-        if (strcmp(ev->kind, "invocation.resolved") != 0)
-            continue;
-        json_t *body = json_loadb(ev->body, ev->body_len, 0, NULL);
-        const char *id = member_text(body, "invocationId");
-        bool same = id && strcmp(id, invocation_id) == 0;
-        json_decref(body);
-        if (same)
-            return true;
-    }
-    return false;
-}
-
 static int check_resolve(const run_facts *f, const char *invocation_id, sp_resolution r,
                          const char *outcome, sp_error *err)
 {
@@ -234,8 +246,9 @@ static int check_resolve(const run_facts *f, const char *invocation_id, sp_resol
     const char *state = member_text(f->invocation, "state");
     if (!current || strcmp(current, invocation_id) != 0) {
         if (current)
-            snprintf(why, sizeof why, "the run's current invocation is %s, not %s (see spore status)",
-                     current, invocation_id);
+            snprintf(why, sizeof why,
+                     "the run's current invocation is %s, not %s (see spore status)", current,
+                     invocation_id);
         else
             snprintf(why, sizeof why, "run %s has no invocation to resolve (see spore status)",
                      f->view.key.run_id);
@@ -246,7 +259,7 @@ static int check_resolve(const run_facts *f, const char *invocation_id, sp_resol
                  invocation_id);
         return not_applicable(err, invocation_id, "invocation-not-unknown", why);
     }
-    if (resolve_queued(f, invocation_id)) {
+    if (pending_has(f, "invocation.resolved", "invocationId", invocation_id)) {
         snprintf(why, sizeof why,
                  "invocation %s already has a resolve waiting to be applied (spore resume "
                  "applies it)",
@@ -263,21 +276,21 @@ static int check_resolve(const run_facts *f, const char *invocation_id, sp_resol
     return 0;
 }
 
+typedef struct resolve_request {
+    const char *invocation_id, *outcome;
+    sp_resolution resolution;
+} resolve_request;
+
+static int check_resolve_request(const run_facts *f, void *ctx, sp_error *err)
+{
+    const resolve_request *q = ctx;
+    return check_resolve(f, q->invocation_id, q->resolution, q->outcome, err);
+}
+
 int engine_admit_resolve(sp_engine *e, const sp_run_key *key, const char *request_id,
                          const char *invocation_id, sp_resolution r, const char *outcome,
                          sp_error *err)
 {
-    bool repeated = false;
-    if (receipt_exists(e, key, request_id, &repeated, err))
-        return -1;
-    if (repeated)
-        return 0;
-    run_facts f;
-    int rc = load_facts(e, key, &f, err);
-    if (rc == 0)
-        rc = refuse_terminal(&f, "resolve", err);
-    if (rc == 0)
-        rc = check_resolve(&f, invocation_id, r, outcome, err);
-    facts_free(&f);
-    return rc;
+    resolve_request q = {invocation_id, outcome, r};
+    return admit(e, key, request_id, "resolve", check_resolve_request, &q, err);
 }

@@ -30,8 +30,8 @@ int engine_check_token(const char *what, const char *s, size_t max, sp_error *er
     for (size_t i = 0; ok && i < n; i++)
         ok = key_char_ok(s[i]);
     if (!ok)
-        return sp_fail(err, "usage.invalid-value", "%s must be 1 to %zu characters of [A-Za-z0-9_.:-]", what,
-                       max);
+        return sp_fail(err, "usage.invalid-value",
+                       "%s must be 1 to %zu characters of [A-Za-z0-9_.:-]", what, max);
     return 0;
 }
 
@@ -206,8 +206,8 @@ int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflo
         goto fail;
     }
     int rc = found ? reuse(e, &key, v.package_digest, explicit_input, out, err)
-                   : put_blobs(e, &blobs, err) ? -1
-                                               : create(e, &v, input, explicit_input, &key, out, err);
+             : put_blobs(e, &blobs, err) ? -1
+                                         : create(e, &v, input, explicit_input, &key, out, err);
     sp_seal_set_free(&blobs);
     sp_validated_free(&v);
     json_decref(empty);

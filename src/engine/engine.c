@@ -76,7 +76,8 @@ static int init_identity(sp_engine *e, sp_error *err)
     sp_random_hex(e->nonce, 16);
     if (c->worker_id) {
         if (strlen(c->worker_id) > SP_STORE_ID_MAX)
-            return sp_fail(err, "usage.invalid-value", "worker ID longer than %d bytes", SP_STORE_ID_MAX);
+            return sp_fail(err, "usage.invalid-value", "worker ID longer than %d bytes",
+                           SP_STORE_ID_MAX);
         snprintf(e->worker_id, sizeof e->worker_id, "%s", c->worker_id);
     } else {
         snprintf(e->worker_id, sizeof e->worker_id, "worker-%x-%llx-%lu", (unsigned)getpid(),
@@ -103,7 +104,8 @@ sp_engine *sp_engine_new(sp_store *store, const sp_engine_config *config, sp_err
     if (!e->cfg.lease_ms) e->cfg.lease_ms = d.lease_ms;
     if (!e->cfg.heartbeat_ms) e->cfg.heartbeat_ms = d.heartbeat_ms;
     if (!e->cfg.poll_ms) e->cfg.poll_ms = d.poll_ms;
-    if (!e->cfg.max_concurrent_activities) e->cfg.max_concurrent_activities = d.max_concurrent_activities;
+    if (!e->cfg.max_concurrent_activities)
+        e->cfg.max_concurrent_activities = d.max_concurrent_activities;
     if (!e->cfg.turns_per_run) e->cfg.turns_per_run = d.turns_per_run;
     if (!e->cfg.limits.microsteps) e->cfg.limits = d.limits;
     if (!e->cfg.store_retry_ms) e->cfg.store_retry_ms = d.store_retry_ms;

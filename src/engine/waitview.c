@@ -16,7 +16,8 @@ static json_t *routed_outcomes(const sp_node *n)
     const char *outcome;
     json_t *target;
     if (out && json_is_object(n->routes))
-        json_object_foreach(n->routes, outcome, target) json_array_append_new(out, json_string(outcome));
+        json_object_foreach(n->routes, outcome, target)
+            json_array_append_new(out, json_string(outcome));
     return out;
 }
 
@@ -24,7 +25,8 @@ json_t *sp_engine_wait_view(sp_engine *e, const sp_run_view *run)
 {
     json_t *snap = run->snapshot ? sp_json_parse(run->snapshot, run->snapshot_len, NULL) : NULL;
     const char *status = json_string_value(json_object_get(snap, "status"));
-    const char *node_id = json_string_value(json_object_get(json_object_get(snap, "position"), "nodeId"));
+    const char *node_id =
+        json_string_value(json_object_get(json_object_get(snap, "position"), "nodeId"));
     json_t *out = NULL;
     if (status && strcmp(status, "waiting") == 0 && node_id) {
         sp_error err = {0};
