@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "base/error.h"
 
@@ -87,6 +88,9 @@ int cli_error(const cli *c, int exit_code, sp_error *err);
 
 /* Print a JSON object with "format" added, one line on stdout; takes ownership. */
 void cli_print_json(json_t *obj);
+
+/* The same on another stream (progress and store-fault reports on stderr). */
+void cli_print_json_to(FILE *out, json_t *obj);
 
 /* The command a person runs next, for answers that say how to go on:
  * "spore <fmt...>" plus the --db the command line named (a SQLite path,

@@ -209,22 +209,24 @@ const cli *cli_leading(void)
     return &leading_globals;
 }
 
-void cli_print_json(json_t *obj)
+void cli_print_json_to(FILE *out, json_t *obj)
 {
     if (!obj) {
-        printf("{\"error\":{\"code\":\"runtime.out-of-memory\",\"message\":\"out of memory\"},"
-               "\"format\":\"" CLI_FORMAT "\"}\n");
+        fprintf(out, "{\"error\":{\"code\":\"runtime.out-of-memory\",\"message\":\"out of "
+                     "memory\"},\"format\":\"" CLI_FORMAT "\"}\n");
         return;
     }
     json_object_set_new(obj, "format", json_string(CLI_FORMAT));
     char *text = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
     if (text) {
-        puts(text);
+        fprintf(out, "%s\n", text);
         free(text);
     }
     json_decref(obj);
-    fflush(stdout);
+    fflush(out);
 }
+
+void cli_print_json(json_t *obj) { cli_print_json_to(stdout, obj); }
 
 int cli_error(const cli *c, int exit_code, sp_error *err)
 {

@@ -101,12 +101,7 @@ static void print_store_fault(void *ctx, const sp_engine_fault *f)
     }
     json_t *obj = store_fault_json(f);
     if (obj)
-        json_object_set_new(obj, "format", json_string(CLI_FORMAT));
-    char *text = obj ? json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) : NULL;
-    if (text)
-        fprintf(stderr, "%s\n", text);
-    free(text);
-    json_decref(obj);
+        cli_print_json_to(stderr, obj);
 }
 
 static int engine_config(session *s, sp_engine_config *cfg, sp_error *err)
