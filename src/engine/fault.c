@@ -236,6 +236,14 @@ uint64_t engine_fault_pass(sp_engine *e, bool pass_failed, unsigned *streak, sp_
     return delay;
 }
 
+bool engine_fault_failing(sp_engine *e)
+{
+    pthread_mutex_lock(&e->fault.mu);
+    bool failing = e->fault.failing;
+    pthread_mutex_unlock(&e->fault.mu);
+    return failing;
+}
+
 void engine_fault_serving(sp_engine *e, bool serving)
 {
     pthread_mutex_lock(&e->fault.mu);

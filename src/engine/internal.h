@@ -172,6 +172,8 @@ uint64_t engine_fault_pass(sp_engine *e, bool failed, unsigned *streak, sp_error
 int engine_fault_give_up(sp_engine *e, uint64_t *left_ms, sp_error *err);
 /* serve() never gives up on a failing store while it runs. */
 void engine_fault_serving(sp_engine *e, bool serving);
+/* A store fault is going on (the last store call of its kind failed). */
+bool engine_fault_failing(sp_engine *e);
 
 /* packages.c: the workflow of a package digest, loaded once (NULL +
  * package.missing / kernel failure code on error). The pointer stays valid

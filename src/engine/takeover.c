@@ -81,9 +81,15 @@ void engine_takeover_close(sp_engine *e)
     e->ndead = e->dead_cap = 0;
     if (e->lock_fd < 0)
         return;
-    char path[4200];
-    lock_path(e, e->worker_id, path, sizeof path);
-    unlink(path);
+    /* Closing the descriptor frees the lock. The file goes too, unless the
+     * store was failing: then attempts of this worker may still be running
+     * in the store, and the free lock is what lets the next worker on this
+     * host take them over at once instead of after their lease. */
+    if (!engine_fault_failing(e)) {
+        char path[4200];
+        lock_path(e, e->worker_id, path, sizeof path);
+        unlink(path);
+    }
     close(e->lock_fd);
     e->lock_fd = -1;
 }
