@@ -20,6 +20,8 @@
  * utf8.c first).
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -297,8 +299,22 @@ static void spawn_failure(cmd_run *r, sp_activity_output *out)
     const char *name = strerrorname_np(e), *desc = strerrordesc_np(e);
     json_t *details = json_pack("{s:s,s:s}", "step", r->res.spawn_step, "errno",
                                 name ? name : "unknown");
-    fail(out, "command.spawn", true, details, "action %s: cannot start %s: %s: %s",
-         r->action_id, r->spec.argv[0], r->res.spawn_step, desc ? desc : "unknown error");
+    /* the first-hour mistake: `examples/bin/x.sh` resolves against the
+     * directory spore runs in, not the workflow file's */
+    const char *argv0 = r->spec.argv[0];
+    bool relative = e == ENOENT && argv0[0] != '/' && strchr(argv0, '/');
+    char where[PATH_MAX] = "";
+    char *cwd = relative ? join_cwd(r->ctx->base_dir, r->spec.cwd) : NULL;
+    char *abs = cwd ? realpath(cwd, NULL) : NULL;
+    if (relative)
+        snprintf(where, sizeof where,
+                 " (a relative path resolves against %s, not the workflow file's folder: run "
+                 "spore from the directory the workflow expects)",
+                 abs ? abs : cwd ? cwd : ".");
+    free(abs);
+    free(cwd);
+    fail(out, "command.spawn", true, details, "action %s: cannot start %s: %s: %s%s",
+         r->action_id, argv0, r->res.spawn_step, desc ? desc : "unknown error", where);
 }
 
 static void signaled(cmd_run *r, sp_activity_output *out)
