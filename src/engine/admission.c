@@ -254,11 +254,6 @@ static int check_resolve(const run_facts *f, const char *invocation_id, sp_resol
                      f->view.key.run_id);
         return not_applicable(err, invocation_id, "invocation-mismatch", why);
     }
-    if (!state || strcmp(state, "unknown") != 0) {
-        snprintf(why, sizeof why, "invocation %s is scheduled: its outcome is not unknown",
-                 invocation_id);
-        return not_applicable(err, invocation_id, "invocation-not-unknown", why);
-    }
     if (pending_has(f, "invocation.resolved", "invocationId", invocation_id)) {
         snprintf(why, sizeof why,
                  "invocation %s already has a resolve waiting to be applied (spore resume "
@@ -272,6 +267,14 @@ static int check_resolve(const run_facts *f, const char *invocation_id, sp_resol
         snprintf(why, sizeof why, "the action of step %s does not declare the outcome \"%s\"",
                  node->id, outcome);
         return not_applicable(err, invocation_id, "outcome-undeclared", why);
+    }
+    /* a result of it waiting to be applied may make it unknown: the kernel decides */
+    if (pending_has(f, "activity.result", "invocationId", invocation_id))
+        return 0;
+    if (!state || strcmp(state, "unknown") != 0) {
+        snprintf(why, sizeof why, "invocation %s is scheduled: its outcome is not unknown",
+                 invocation_id);
+        return not_applicable(err, invocation_id, "invocation-not-unknown", why);
     }
     return 0;
 }
