@@ -101,9 +101,12 @@ typedef struct spore_db spore_db;
  * (the same one the `spore` command uses, so a worker that dies is taken
  * over at once by another on this host; on PostgreSQL the lease rules).
  * Relative `cwd`s of command actions are resolved against the current
- * directory at the time of spore_open().
- * Errors: `usage`, `store.io`, `store.corrupt`, `store.unauthorized`,
- * `schema.too-new`, `schema.unknown`, `runtime`. */
+ * directory at the time of spore_open(). A new SQLite store is created
+ * 0600 (its -wal and -shm follow); one that other users may read or write,
+ * or that another user owns, is refused with `store.not-private` (it holds
+ * the secret that signs step tokens).
+ * Errors: `usage`, `store.io`, `store.not-private`, `store.corrupt`,
+ * `store.unauthorized`, `schema.too-new`, `schema.unknown`, `runtime`. */
 spore_db *spore_open(const char *location, spore_error *err);
 
 /* Close the store and free the handle. Attempts still running are told to

@@ -34,6 +34,16 @@ enum {
  * command line of the wrong shape (unknown command or option, wrong count). */
 #define CLI_INVALID_VALUE "usage.invalid-value"
 
+/* What a command does with the store: it decides whether a missing store
+ * is created, whether a read-only one will do, and whether the engine takes
+ * part in fast takeover (the worker lock directory). */
+typedef enum cli_store_use {
+    CLI_STORE_RUNS = 0,     /* start, run, worker: creates the store, runs steps */
+    CLI_STORE_DRIVES,       /* resume, worker --run: an existing store, runs steps */
+    CLI_STORE_ANSWERS,      /* signal, resolve, release, step: writes an existing store */
+    CLI_STORE_READS,        /* status, list, events: reads an existing store */
+} cli_store_use;
+
 typedef struct cli_option {
     const char *name;  /* "--key" */
     bool takes_value;
@@ -49,7 +59,7 @@ typedef struct cli {
     const char *lease_ms, *heartbeat_ms, *poll_ms, *grace_ms;
     const char *store_retry_ms; /* run: how long a failing store is retried */
     bool allow_shared_store;    /* open a store that other users can read */
-    bool store_must_exist;      /* set by the command: never create a store */
+    cli_store_use store_use;    /* set by the command */
     char *positional[CLI_MAX_POSITIONAL];
     int npositional;
 } cli;

@@ -32,7 +32,7 @@ static int open_one(cli *c, int argc, char **argv, const char *help, session *s,
 
 int cmd_status(int argc, char **argv)
 {
-    cli c = {.command = "status", .store_must_exist = true};
+    cli c = {.command = "status", .store_use = CLI_STORE_READS};
     session s;
     sp_run_key key;
     int rc = open_one(&c, argc, argv, STATUS_HELP, &s, &key);
@@ -64,7 +64,7 @@ int cmd_status(int argc, char **argv)
 
 int cmd_events(int argc, char **argv)
 {
-    cli c = {.command = "events", .store_must_exist = true};
+    cli c = {.command = "events", .store_use = CLI_STORE_READS};
     session s;
     sp_run_key key;
     int rc = open_one(&c, argc, argv, EVENTS_HELP, &s, &key);

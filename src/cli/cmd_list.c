@@ -170,7 +170,7 @@ static void show(session *s, const list_args *a, const run_rows *rows)
 
 int cmd_list(int argc, char **argv)
 {
-    cli c = {.command = "list", .store_must_exist = true};
+    cli c = {.command = "list", .store_use = CLI_STORE_READS};
     list_args a = {0};
     const cli_option opts[] = {{"--status", true, &a.status, NULL},
                                {"--workflow", true, &a.workflow, NULL},

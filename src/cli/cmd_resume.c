@@ -24,7 +24,7 @@ static const char HELP[] =
 
 int cmd_resume(int argc, char **argv)
 {
-    cli c = {.command = "resume", .store_must_exist = true};
+    cli c = {.command = "resume", .store_use = CLI_STORE_DRIVES};
     session s;
     sp_run_key key;
     int rc = cli_begin(&c, argc, argv, NULL, HELP, 1, "one run ID");

@@ -56,22 +56,51 @@ static json_t *read_input(const start_args *a, sp_error *err)
     return NULL; /* none given: {} for a new run, any input for an existing one */
 }
 
-static int do_start(session *s, const char *file, const start_args *a, sp_start_result *out)
+/* What start needs, read before the store is opened: a missing or broken
+ * workflow or input file creates no store. */
+typedef struct start_request {
+    json_t *doc, *input; /* input NULL: none given */
+    char *dir;           /* runners are sealed from here */
+} start_request;
+
+static void request_free(start_request *q)
+{
+    json_decref(q->doc);
+    json_decref(q->input);
+    free(q->dir);
+}
+
+static int read_request(cli *c, const start_args *a, start_request *q)
 {
     sp_error err = {0};
-    json_t *doc = sp_workflow_file_read(file, &err);
-    json_t *input = doc ? read_input(a, &err) : NULL;
-    int rc = 0;
-    if (!doc || (!input && err.code[0]))
-        rc = session_fail(s, &err);
-    else {
-        char *dir = sp_workflow_dir(file); /* runners are sealed from here */
-        if (!dir ? sp_oom(&err) : sp_engine_start_at(s->engine, doc, dir, input, a->key, out, &err))
-            rc = session_fail(s, &err);
-        free(dir);
+    memset(q, 0, sizeof *q);
+    const char *file = c->positional[0];
+    if (!(q->doc = sp_workflow_file_read(file, &err)) ||
+        (!(q->input = read_input(a, &err)) && err.code[0]) ||
+        (!(q->dir = sp_workflow_dir(file)) && sp_oom(&err))) {
+        request_free(q);
+        return cli_error(c, cli_exit_for(err.code), &err);
     }
-    json_decref(doc);
-    json_decref(input);
+    return 0;
+}
+
+/* Open the store and start (or find) the run. */
+static int open_and_start(cli *c, const start_args *a, session *s, sp_start_result *out)
+{
+    start_request q;
+    int rc = read_request(c, a, &q);
+    if (rc)
+        return rc;
+    if ((rc = session_open(s, c))) {
+        request_free(&q);
+        return rc;
+    }
+    sp_error err = {0};
+    if (sp_engine_start_at(s->engine, q.doc, q.dir, q.input, a->key, out, &err)) {
+        rc = session_fail(s, &err);
+        session_close(s);
+    }
+    request_free(&q);
     return rc;
 }
 
@@ -94,18 +123,15 @@ int cmd_start(int argc, char **argv)
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
     session s;
-    if ((rc = session_open(&s, &c)))
-        return rc;
     sp_start_result r;
-    rc = do_start(&s, c.positional[0], &a, &r);
-    if (rc == 0) {
-        if (c.json)
-            cli_print_json(json_pack("{s:s,s:s,s:b}", "runId", r.key.run_id, "startKey",
-                                     r.start_key, "created", r.created));
-        else
-            printf("%s run %s (start key %s)\n", r.created ? "started" : "existing",
-                   r.key.run_id, r.start_key);
-    }
+    if ((rc = open_and_start(&c, &a, &s, &r)))
+        return rc;
+    if (c.json)
+        cli_print_json(json_pack("{s:s,s:s,s:b}", "runId", r.key.run_id, "startKey", r.start_key,
+                                 "created", r.created));
+    else
+        printf("%s run %s (start key %s)\n", r.created ? "started" : "existing", r.key.run_id,
+               r.start_key);
     session_close(&s);
     return rc;
 }
@@ -203,16 +229,13 @@ int cmd_run(int argc, char **argv)
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
     session s;
-    if ((rc = session_open(&s, &c)))
-        return rc;
     sp_start_result r;
-    rc = do_start(&s, c.positional[0], &a, &r);
-    if (rc == 0) {
-        if (!c.json && isatty(STDOUT_FILENO))
-            printf("%s run %s (start key %s)\n", r.created ? "started" : "resuming",
-                   r.key.run_id, r.start_key);
-        rc = cli_drive(&s, &r.key, json_pack("{s:b}", "created", r.created));
-    }
+    if ((rc = open_and_start(&c, &a, &s, &r)))
+        return rc;
+    if (!c.json && isatty(STDOUT_FILENO))
+        printf("%s run %s (start key %s)\n", r.created ? "started" : "resuming", r.key.run_id,
+               r.start_key);
+    rc = cli_drive(&s, &r.key, json_pack("{s:b}", "created", r.created));
     session_close(&s);
     return rc;
 }

@@ -101,7 +101,7 @@ static void print_signal(const cli *c, const sp_run_key *key, const char *name,
 
 int cmd_signal(int argc, char **argv)
 {
-    cli c = {.command = "signal", .store_must_exist = true};
+    cli c = {.command = "signal", .store_use = CLI_STORE_ANSWERS};
     const char *outcome = NULL, *data_text = NULL, *id = NULL;
     const cli_option opts[] = {{"--outcome", true, &outcome, NULL},
                                {"--data", true, &data_text, NULL},
@@ -149,7 +149,7 @@ static void print_resolve(const cli *c, const sp_run_key *key, const char *invoc
 
 int cmd_resolve(int argc, char **argv)
 {
-    cli c = {.command = "resolve", .store_must_exist = true};
+    cli c = {.command = "resolve", .store_use = CLI_STORE_ANSWERS};
     const char *complete = NULL, *output_text = NULL, *fail = NULL, *id = NULL;
     bool retry = false;
     const cli_option opts[] = {{"--complete", true, &complete, NULL},
@@ -160,17 +160,18 @@ int cmd_resolve(int argc, char **argv)
                                {NULL, false, NULL, NULL}};
     session s;
     sp_run_key key;
-    int rc = prologue(&c, argc, argv, opts, RESOLVE_HELP, 2, &s, &key);
-    if (rc)
-        return rc < 0 ? EXIT_OK : rc;
     sp_error err = {0};
+    int rc = cli_begin(&c, argc, argv, opts, RESOLVE_HELP, 2, "a run ID and an invocation ID");
+    if (rc)
+        return rc == CLI_HELP_SHOWN ? EXIT_OK : rc;
     int choices = (complete != NULL) + retry + (fail != NULL);
     if (choices != 1 || (output_text && !complete)) {
         sp_fail(&err, "usage", "give exactly one of --complete, --retry, --fail (--output only "
                                "with --complete)");
-        session_close(&s);
         return cli_error(&c, EXIT_USAGE, &err);
     }
+    if ((rc = session_open_run(&s, &c, c.positional[0], &key)))
+        return rc;
     json_t *output = output_text ? sp_json_argument("--output", output_text, &err) : json_null();
     char request_id[64];
     if (!id)
@@ -189,7 +190,7 @@ int cmd_resolve(int argc, char **argv)
 
 int cmd_release(int argc, char **argv)
 {
-    cli c = {.command = "release", .store_must_exist = true};
+    cli c = {.command = "release", .store_use = CLI_STORE_ANSWERS};
     session s;
     sp_run_key key;
     int rc = prologue(&c, argc, argv, NULL, RELEASE_HELP, 1, &s, &key);

@@ -103,8 +103,6 @@ static int renew(session *s, cli *c)
 static int complete(session *s, cli *c, const char *outcome, const char *output_text)
 {
     sp_error err = {0};
-    if (!outcome)
-        return usage(c, "complete needs --outcome");
     json_t *output = output_text ? sp_json_argument("--output", output_text, &err) : json_null();
     if (!output)
         return session_fail(s, &err);
@@ -122,8 +120,6 @@ static int complete(session *s, cli *c, const char *outcome, const char *output_
 static int fail_step(session *s, cli *c, const char *message, const char *code, bool retryable)
 {
     sp_error err = {0};
-    if (!message)
-        return usage(c, "fail needs --error <message>");
     if (sp_engine_step_fail(s->engine, c->positional[1], message, code, retryable, &err))
         return session_fail(s, &err);
     if (c->json)
@@ -211,32 +207,54 @@ typedef struct step_args {
     bool retryable;
 } step_args;
 
+typedef enum step_verb { VERB_NONE, VERB_CLAIM, VERB_RENEW, VERB_COMPLETE, VERB_FAIL, VERB_ABANDON } step_verb;
+
+/* The verb and its argument count, checked before the store is opened. */
+static step_verb verb_of(const cli *c, const char *sub)
+{
+    bool has_arg = c->npositional == 2;
+    if (strcmp(sub, "claim") == 0 && c->npositional <= 2)
+        return VERB_CLAIM;
+    if (strcmp(sub, "renew") == 0 && has_arg)
+        return VERB_RENEW;
+    if (strcmp(sub, "complete") == 0 && has_arg)
+        return VERB_COMPLETE;
+    if (strcmp(sub, "fail") == 0 && has_arg)
+        return VERB_FAIL;
+    if (strcmp(sub, "abandon") == 0 && has_arg)
+        return VERB_ABANDON;
+    return VERB_NONE;
+}
+
 static int dispatch(cli *c, const step_args *a, const char *sub)
 {
+    step_verb verb = verb_of(c, sub);
+    if (verb == VERB_NONE)
+        return usage(c, "unknown step subcommand or wrong arguments");
+    if (verb == VERB_COMPLETE && !a->outcome)
+        return usage(c, "complete needs --outcome");
+    if (verb == VERB_FAIL && !a->error)
+        return usage(c, "fail needs --error <message>");
     session s;
     int rc = session_open(&s, c);
     if (rc)
         return rc;
-    bool has_arg = c->npositional == 2;
-    if (strcmp(sub, "claim") == 0 && c->npositional <= 2)
-        rc = claim(&s, c, a->actor, a->holder);
-    else if (strcmp(sub, "renew") == 0 && has_arg)
-        rc = renew(&s, c);
-    else if (strcmp(sub, "complete") == 0 && has_arg)
-        rc = complete(&s, c, a->outcome, a->output);
-    else if (strcmp(sub, "fail") == 0 && has_arg)
-        rc = fail_step(&s, c, a->error, a->code, a->retryable);
-    else if (strcmp(sub, "abandon") == 0 && has_arg)
-        rc = abandon(&s, c);
-    else
-        rc = usage(c, "unknown step subcommand or wrong arguments");
+    switch (verb) {
+    case VERB_CLAIM: rc = claim(&s, c, a->actor, a->holder); break;
+    case VERB_RENEW: rc = renew(&s, c); break;
+    case VERB_COMPLETE: rc = complete(&s, c, a->outcome, a->output); break;
+    case VERB_FAIL: rc = fail_step(&s, c, a->error, a->code, a->retryable); break;
+    case VERB_ABANDON: rc = abandon(&s, c); break;
+    case VERB_NONE: break;
+    }
     session_close(&s);
     return rc;
 }
 
 int cmd_step(int argc, char **argv)
 {
-    cli c = {.command = "step", .store_must_exist = true};
+    cli c = {.command = "step", .store_use = CLI_STORE_ANSWERS,
+             .json = cli_leading()->json || cli_json_wanted(argc, argv, NULL)};
     if (argc >= 1 && strcmp(argv[0], "detach") == 0) {
         const char *log = NULL;
         int i = 1;

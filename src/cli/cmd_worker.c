@@ -53,6 +53,8 @@ int cmd_worker(int argc, char **argv)
         sp_fail(&err, "usage", "--run and --until-parked go together (see spore worker --help)");
         return cli_error(&c, EXIT_USAGE, &err);
     }
+    if (run_id)
+        c.store_use = CLI_STORE_DRIVES; /* one existing run: never a new store */
     session s;
     int rc = session_open(&s, &c);
     if (rc)

@@ -112,8 +112,9 @@ static int parse_option(cli *c, int argc, char **argv, int *i, const cli_option 
     const char *inline_value;
     const cli_option *o = lookup(argv[*i], own, globals, name, sizeof name, &inline_value);
     if (!o)
-        return sp_fail(err, "usage", "unknown option %s (see spore %s --help)", argv[*i],
-                       c->command);
+        return sp_fail(err, "usage", "unknown option %s (see spore %s%s--help)", argv[*i],
+                       strcmp(c->command, "spore") == 0 ? "" : c->command,
+                       strcmp(c->command, "spore") == 0 ? "" : " ");
     if (!o->takes_value) {
         if (inline_value)
             return sp_fail(err, "usage", "option %s takes no value", name);

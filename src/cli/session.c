@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 volatile sig_atomic_t cli_interrupted = 0;
@@ -104,6 +105,21 @@ static void print_store_fault(void *ctx, const sp_engine_fault *f)
         cli_print_json_to(stderr, obj);
 }
 
+/* Only commands that run steps take part in fast takeover: the others
+ * never create the worker lock directory beside the store. */
+static bool runs_steps(const cli *c)
+{
+    return c->store_use == CLI_STORE_RUNS || c->store_use == CLI_STORE_DRIVES;
+}
+
+/* Another user's lock directory (a store shared on purpose): this worker
+ * goes without fast takeover rather than failing. */
+static bool lock_dir_usable(const char *dir)
+{
+    struct stat st;
+    return lstat(dir, &st) != 0 || st.st_uid == geteuid();
+}
+
 static int engine_config(session *s, sp_engine_config *cfg, sp_error *err)
 {
     *cfg = sp_engine_defaults();
@@ -114,7 +130,8 @@ static int engine_config(session *s, sp_engine_config *cfg, sp_error *err)
         cli_parse_ms(c->grace_ms, "--grace-ms", &cfg->shutdown_grace_ms, err) ||
         cli_parse_ms(c->store_retry_ms, "--store-retry-ms", &cfg->store_retry_ms, err))
         return -1;
-    if (sp_engine_lock_dir(s->store, s->lock_dir, sizeof s->lock_dir) == 0)
+    if (runs_steps(c) && sp_engine_lock_dir(s->store, s->lock_dir, sizeof s->lock_dir) == 0 &&
+        lock_dir_usable(s->lock_dir))
         cfg->lock_dir = s->lock_dir;
     cfg->interrupt = &cli_interrupted;
     cfg->store_fault = print_store_fault;
@@ -130,8 +147,11 @@ int session_open(session *s, cli *c)
     snprintf(s->db, sizeof s->db, "%s", db && *db ? db : "spore.db");
     sp_error err = {0};
     sp_engine_config cfg;
-    sp_store_open_opts opts = {c->store_must_exist ? SP_STORE_OPEN_EXISTING : SP_STORE_OPEN_OR_CREATE,
-                               c->allow_shared_store, NULL};
+    sp_store_open_opts opts = {
+        .mode = c->store_use == CLI_STORE_RUNS ? SP_STORE_OPEN_OR_CREATE : SP_STORE_OPEN_EXISTING,
+        .allow_shared = c->allow_shared_store,
+        .reads_only = c->store_use == CLI_STORE_READS,
+    };
     s->store = sp_store_open_with(s->db, &opts, &err);
     if (!s->store)
         return session_fail(s, &err);

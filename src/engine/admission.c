@@ -213,10 +213,22 @@ typedef struct signal_request {
 static int check_signal(const run_facts *f, void *ctx, sp_error *err)
 {
     signal_request *q = ctx;
-    if (check_signal_route(f->wf, q->name, q->outcome ? q->outcome : "received", err))
+    const char *outcome = q->outcome ? q->outcome : "received";
+    if (check_signal_route(f->wf, q->name, outcome, err))
         return -1;
     delivery_of(f, q->name, q->answer);
-    return 0;
+    if (q->answer->delivery != SP_SIGNAL_DELIVERED)
+        return 0;
+    /* taken at this node now: its routes decide, not another waiter's */
+    const sp_node *at = sp_workflow_node(f->wf, f->position_node);
+    if (sp_node_route(at, outcome, strlen(outcome)))
+        return 0;
+    return sp_fail_details(err, "signal.outcome-unrouted",
+                           json_pack("{s:s,s:s,s:s}", "name", q->name, "outcome", outcome,
+                                     "nodeId", at->id),
+                           "the run waits for \"%s\" at %s, which does not route the outcome "
+                           "\"%s\"; nothing recorded (spore status shows the outcomes it routes)",
+                           q->name, at->id, outcome);
 }
 
 int engine_admit_signal(sp_engine *e, const sp_run_key *key, const char *request_id,

@@ -88,7 +88,7 @@ sp_store *sp_store_open_with(const char *location, const sp_store_open_opts *opt
 
 sp_store *sp_store_open(const char *location, const sp_clock *clock, sp_error *err)
 {
-    sp_store_open_opts opts = {SP_STORE_OPEN_OR_CREATE, false, clock};
+    sp_store_open_opts opts = {.mode = SP_STORE_OPEN_OR_CREATE, .clock = clock};
     return sp_store_open_with(location, &opts, err);
 }
 

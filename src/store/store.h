@@ -453,9 +453,12 @@ typedef enum sp_store_open_mode {
 typedef struct sp_store_open_opts {
     sp_store_open_mode mode;
     /* SQLite: also open a store file (or its -wal/-shm) that users other
-     * than the owner may read; refused with store.not-private otherwise
-     * (the file holds the token secret). */
+     * than the owner may read, or that another user owns; refused with
+     * store.not-private otherwise (the file holds the token secret). */
     bool allow_shared;
+    /* The caller only reads: a store file it may not write will do (else
+     * store.io at open, never a write retried until it gives up). */
+    bool reads_only;
     const sp_clock *clock; /* NULL: the system clock */
 } sp_store_open_opts;
 

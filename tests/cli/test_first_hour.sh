@@ -166,6 +166,24 @@ expect_json '.disposition == "duplicate"' "a repeated request ID is a duplicate 
 expect_error 2 run.terminal "a resolve of a completed run" -- resolve "$urun" "$inv" --retry --db "$db"
 [ "$(log_count start "$urun" deploy)" -eq 1 ] || fail "the unsafe step ran again"
 
+# The waiting node's routes decide, not another waiter's for the same name.
+sp run "$wf/two-waits.json" --key two-1 --db "$db" --json
+expect_rc 3 "two waits: parked at the first"
+two=$(jq -r .runId <<<"$out")
+before=$(events_count "$two")
+sp signal "$two" approval --outcome maybe --db "$db" --json
+expect_rc 2 "an outcome only the later wait routes"
+expect_json '.error.code == "signal.outcome-unrouted" and .error.details.nodeId == "first"' \
+  "the waiting node's routes decide"
+[ "$(events_count "$two")" -eq "$before" ] || fail "a signal the waiting node drops was recorded"
+sp signal "$two" approval --outcome approved --db "$db" --json
+expect_json '.delivery == "delivered"' "the first wait's outcome is delivered"
+sp signal "$two" approval --outcome maybe --data '{"second": true}' --db "$db" --json
+expect_json '.delivery == "buffered"' "a second signal queued behind the first is buffered"
+sp resume "$two" --db "$db" --json
+expect_rc 0 "both waits taken"
+expect_json '.result.output == {"second": true}' "the buffered signal was taken at the second wait"
+
 # ---- 4. a parked external step: who may claim it ----
 sp run "$wf/external.json" --key ext-1 --db "$db" --json
 expect_rc 6 "an external step parks the run"
@@ -178,6 +196,18 @@ expect_json '.step.kind == "external" and .step.actor == "reviewer" and .step.st
 sp status "$ext" --db "$db"
 grep -q "^claim  *reviewer: spore step claim $ext --actor reviewer --db $db " <<<"$out" ||
   fail "status (text) of a parked external step does not say who may claim it: $out"
+
+# ---- arguments are checked before the store is opened ----
+expect_error 2 usage "an unknown step verb, even without a store" -- step bogus --db "$tmp/none-yet.db"
+expect_error 2 usage "resolve without an answer, even without a store" -- \
+  resolve run_x inv_x --db "$tmp/none-yet.db"
+expect_error 2 file.unreadable "run of a missing workflow file" -- run "$tmp/no-such.json" --db "$tmp/none-yet.db"
+expect_error 2 file.unreadable "start of a missing workflow file" -- start "$tmp/no-such.json" --db "$tmp/none-yet.db"
+[ ! -e "$tmp/none-yet.db" ] && [ ! -e "$tmp/none-yet.db.workers" ] ||
+  fail "a refused command created a store"
+sp --json step detach
+expect_rc 2 "step detach without -- <argv>"
+expect_json '.error.code == "usage"' "step detach errors are JSON with a leading --json"
 
 # ---- 10. step claim checks its run ID ----
 expect_error 2 run.not-found "step claim of an unknown run" -- step claim run_nope --db "$db"
@@ -199,7 +229,7 @@ expect_error 2 run.exists "run with an existing key and another input" -- \
 # ---- 10. list: shape, newest first, filters, limit ----
 sp list --db "$db" --json
 expect_rc 0 "list --json"
-expect_json '(.runs | length) == 4
+expect_json '(.runs | length) == 5
     and all(.runs[]; (.workflow | type == "string") and (.createdAtMs | test($d))
                      and (.updatedAtMs | test($d)) and has("position"))
     and ([.runs[].createdAtMs | tonumber] | . == (sort | reverse))
@@ -208,7 +238,7 @@ expect_json '(.runs | length) == 4
     and ([.runs[] | select(.runId == $id)][0].position == null)' "list --json" \
   --arg d "$decimal" --arg ext "$ext" --arg id "$id"
 sp list --status completed --db "$db" --json
-expect_json '([.runs[].status] | unique) == ["completed"] and (.runs | length) == 2' "list --status"
+expect_json '([.runs[].status] | unique) == ["completed"] and (.runs | length) == 3' "list --status"
 sp list --workflow approval --db "$db" --json
 expect_json '(.runs | length) == 2 and all(.runs[]; .workflow == "approval")' "list --workflow"
 sp list --limit 1 --db "$db" --json
@@ -240,6 +270,27 @@ expect_error 10 schema.unknown "run on another program's database" -- \
 [ "$(ls -A "$tmp/none" | sort | tr '\n' ' ')" = "other.db text.db " ] ||
   fail "opening a non-store left files behind: $(ls -A "$tmp/none")"
 
+# reading an existing store creates nothing beside it (no worker lock directory)
+mkdir "$tmp/copy"
+cp "$db" "$tmp/copy/c.db"
+for cmd in "list" "status $id" "events $id"; do
+  # shellcheck disable=SC2086
+  sp $cmd --db "$tmp/copy/c.db" --json
+  expect_rc 0 "$cmd on a copied store"
+done
+[ "$(ls -A "$tmp/copy")" = "c.db" ] || fail "read commands left files beside the store: $(ls -A "$tmp/copy")"
+
+# several processes creating one new store at once: each succeeds
+pids=()
+for i in 1 2 3 4 5 6; do
+  "$spore" start "$wf/approval.json" --key "race-$i" --db "$tmp/race.db" --json >"$tmp/race-$i.out" 2>&1 &
+  pids+=("$!")
+done
+for i in 1 2 3 4 5 6; do
+  wait "${pids[$((i - 1))]}" || fail "a concurrent first start failed: $(cat "$tmp/race-$i.out")"
+  jq -e '.created == true' "$tmp/race-$i.out" >/dev/null 2>&1 || fail "race-$i: $(cat "$tmp/race-$i.out")"
+done
+
 # ---- 6. a private store ----
 mode() { stat -c %a "$1"; }
 (umask 000 && "$spore" start "$wf/approval.json" --db "$tmp/private.db" >/dev/null)
@@ -262,5 +313,32 @@ expect_rc 0 "--allow-shared-store before the command"
 chmod 600 "$tmp/private.db"
 sp list --db "$tmp/private.db" --json
 expect_rc 0 "a private store again"
+
+# a store file another user owns is not private either (root only: chown)
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
+  : >"$tmp/theirs.db"
+  chmod 600 "$tmp/theirs.db"
+  chown nobody "$tmp/theirs.db"
+  expect_error 10 store.not-private "an empty store file another user owns" -- \
+    start "$wf/approval.json" --db "$tmp/theirs.db"
+  [ ! -s "$tmp/theirs.db" ] || fail "spore wrote into a store file another user owns"
+else
+  echo "$test_name: skipped: the store owned by another user (needs root and a nobody user)"
+fi
+
+# a read-only store: commands that write refuse it at once (store.io), reads work
+if chattr +i "$tmp/private.db" 2>/dev/null; then
+  sp signal run_x approval --db "$tmp/private.db" --json
+  chattr -i "$tmp/private.db"
+  expect_rc 10 "signal on a read-only store"
+  expect_json '.error.code == "store.io" and (.error.message | test("read-only"))' \
+    "signal on a read-only store is refused at open"
+  chattr +i "$tmp/private.db"
+  sp list --db "$tmp/private.db" --json
+  chattr -i "$tmp/private.db"
+  expect_rc 0 "list on a read-only store"
+else
+  echo "$test_name: skipped: the read-only store (chattr +i is not permitted here)"
+fi
 
 finish

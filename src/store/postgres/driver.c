@@ -700,6 +700,14 @@ static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, 
         rc = session_setup(c, err);
     if (rc == SP_STORE_OK)
         rc = sp_pg_schema_ensure(c, create, err);
+    if (rc != SP_STORE_OK && strcmp(err->code, "store.not-found") == 0) {
+        char *where = sp_pg_redact(url); /* never the password */
+        sp_fail(err, "store.not-found",
+                "no spore store at %s (its current schema holds none yet; spore run or spore "
+                "start creates one)",
+                where ? where : "the PostgreSQL database");
+        free(where);
+    }
     if (rc != SP_STORE_OK) {
         pg_close(c);
         return NULL;

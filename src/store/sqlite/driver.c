@@ -290,17 +290,27 @@ static const sp_db_driver SQLITE_DRIVER = {
 
 /* ---- opening ---- */
 
+enum { WAL_SWITCH_TRIES = 100, WAL_SWITCH_SLEEP_MS = 50 };
+
 /* journal_mode answers the mode it got; anything but WAL is refused (several
  * processes share the file, and readers must not block the writer). */
 static sp_store_rc wal(sqlite3 *db, sp_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *mode = (const char *)sqlite3_column_text(st, 0);
-        rc = mode && strcmp(mode, "wal") == 0 ? SQLITE_OK : -1;
+    int rc = SQLITE_BUSY;
+    /* Changing the journal mode needs the file alone; a process creating
+     * the same store at this moment answers busy at once, without the busy
+     * handler: a bounded wait (opening only, never a store operation). */
+    for (int try_ = 0; (rc & 0xff) == SQLITE_BUSY && try_ < WAL_SWITCH_TRIES; try_++) {
+        if (try_)
+            sqlite3_sleep(WAL_SWITCH_SLEEP_MS);
+        sqlite3_stmt *st = NULL;
+        rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *mode = (const char *)sqlite3_column_text(st, 0);
+            rc = mode && strcmp(mode, "wal") == 0 ? SQLITE_OK : -1;
+        }
+        sqlite3_finalize(st);
     }
-    sqlite3_finalize(st);
     if (rc == -1) {
         sp_fail(err, "store.io", "sqlite: the store cannot use WAL journaling here");
         return SP_STORE_UNAVAILABLE;
@@ -371,28 +381,43 @@ static sp_store_rc make_private(const char *path, sp_error *err)
     struct stat st;
     if (stat(path, &st) != 0)
         return io_fail(err, "cannot read %s: %s", path);
+    if (st.st_uid != geteuid()) /* never touch another user's file: check_private refuses it */
+        return SP_STORE_OK;
     if ((st.st_mode & SHARED_BITS) && chmod(path, st.st_mode & 07700) != 0)
         return io_fail(err, "cannot make %s private (chmod 600): %s", path);
     return SP_STORE_OK;
 }
 
-/* The store and its -wal/-shm files must be the owner's alone: the store
+static sp_store_rc not_private(sp_error *err, const char *file, const char *why,
+                               const char *fix, const char *path)
+{
+    sp_fail(err, "store.not-private",
+            "%s %s, and the store holds the secret that signs step tokens: %s %s*, or pass "
+            "--allow-shared-store if sharing it is intended",
+            file, why, fix, path);
+    return SP_STORE_INCOMPATIBLE;
+}
+
+/* The store and its -wal/-shm files must be this user's alone: the store
  * holds the secret that signs step tokens. */
 static sp_store_rc check_private(const char *path, sp_error *err)
 {
     static const char *const suffixes[] = {"", "-wal", "-shm"};
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-        char file[PATH_MAX];
+        char file[PATH_MAX], why[64];
         struct stat st;
         if (snprintf(file, sizeof file, "%s%s", path, suffixes[i]) >= (int)sizeof file ||
-            stat(file, &st) != 0 || !(st.st_mode & SHARED_BITS))
+            stat(file, &st) != 0)
             continue;
-        sp_fail(err, "store.not-private",
-                "%s can be read or written by other users (mode %03o), and the store holds "
-                "the secret that signs step tokens: chmod 600 %s*, or pass "
-                "--allow-shared-store if sharing it is intended",
-                file, (unsigned)(st.st_mode & 0777), path);
-        return SP_STORE_INCOMPATIBLE;
+        if (st.st_uid != geteuid()) {
+            snprintf(why, sizeof why, "belongs to another user (uid %u)", (unsigned)st.st_uid);
+            return not_private(err, file, why, "use a store of your own, or chown", path);
+        }
+        if (st.st_mode & SHARED_BITS) {
+            snprintf(why, sizeof why, "can be read or written by other users (mode %03o)",
+                     (unsigned)(st.st_mode & 0777));
+            return not_private(err, file, why, "chmod 600", path);
+        }
     }
     return SP_STORE_OK;
 }
@@ -407,7 +432,7 @@ static sp_store_rc open_store_file(sq_conn *c, const char *path, const sp_store_
 {
     /* SQLite opens a file it may not write read-only without a word; a
      * worker would then retry its first write forever */
-    if (o->mode == SP_STORE_OPEN_OR_CREATE && sqlite3_db_readonly(c->db, "main") == 1) {
+    if (!o->reads_only && sqlite3_db_readonly(c->db, "main") == 1) {
         sp_fail(err, "store.io", "%s is read-only here: spore cannot record steps in it", path);
         return SP_STORE_UNAVAILABLE;
     }

@@ -127,6 +127,11 @@ static sp_store_rc initialize_locked(sqlite3 *db, sp_error *err)
 sp_store_rc sp_sqlite_schema_check(sqlite3 *db, bool *empty, sp_error *err)
 {
     long long version = 0, tables = 0, spore_tables = 0;
+    /* one read transaction: a process creating the store commits its schema
+     * and user_version together, and this sees both or neither */
+    int src = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    if (src != SQLITE_OK)
+        return sp_sqlite_map(db, src, "reading the schema", err);
     sp_store_rc rc = read_int(db, "PRAGMA user_version", &version, err);
     if (rc == SP_STORE_OK)
         rc = read_int(db, "SELECT count(*) FROM sqlite_master", &tables, err);
@@ -135,6 +140,7 @@ sp_store_rc sp_sqlite_schema_check(sqlite3 *db, bool *empty, sp_error *err)
                       "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
                       " AND name IN ('meta', 'runs', 'events')",
                       &spore_tables, err);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     if (rc)
         return rc;
     *empty = version == 0 && tables == 0;
