@@ -342,14 +342,6 @@ static void execute(inflight *a, runner_job *job, const sp_runner *runner)
     run_with_heartbeats(a, job);
 }
 
-static bool abandoned(sp_engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    bool yes = e->abandon;
-    pthread_mutex_unlock(&e->mu);
-    return yes;
-}
-
 static void mark_done(inflight *a)
 {
     pthread_mutex_lock(&a->engine->mu);
@@ -371,7 +363,7 @@ static void *attempt_main(void *arg)
         if (!host_failed)
             execute(a, &job, runner);
         sp_failpoint("host.attempt.after-effect");
-        if (!abandoned(a->engine))
+        if (!engine_abandoning(a->engine))
             report(a, &job.out);
         sp_activity_output_free(&job.out);
     }

@@ -41,6 +41,14 @@ void engine_sleep_ms(uint64_t ms)
     }
 }
 
+bool engine_abandoning(sp_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool yes = e->abandon;
+    pthread_mutex_unlock(&e->mu);
+    return yes;
+}
+
 bool engine_interrupted(const sp_engine *e)
 {
     return e->cfg.interrupt && *e->cfg.interrupt;

@@ -157,19 +157,11 @@ static bool past_bound(sp_engine *e)
     return past;
 }
 
-static bool abandoning(sp_engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    bool yes = e->abandon;
-    pthread_mutex_unlock(&e->mu);
-    return yes;
-}
-
 /* Stop retrying a failing store: the fault outlasted its bound, or
  * attempts are being abandoned. */
 static bool retry_stopped(sp_engine *e)
 {
-    return abandoning(e) || past_bound(e);
+    return engine_abandoning(e) || past_bound(e);
 }
 
 /* Sleep ms in slices; false when a stop came first. */

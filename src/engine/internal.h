@@ -138,6 +138,8 @@ void engine_request_id(sp_engine *e, const char *op, const char *subject, char *
 void engine_sleep_ms(uint64_t ms);
 uint64_t engine_mono_ms(void);
 bool engine_interrupted(const sp_engine *e);
+/* The engine is abandoning its attempts (shutdown past its grace). */
+bool engine_abandoning(sp_engine *e);
 /* Retry a store call with the identical request while the store answers a
  * transient kind (unavailable, unknown-commit), on fault.c's schedule, until
  * it answers, the engine abandons its attempts, or the fault outlasts
