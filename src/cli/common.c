@@ -91,16 +91,14 @@ bool cli_json_wanted(int argc, char **argv, const cli_option *own)
 
 /* An empty value is never a valid global option value (`--db ''` must not
  * silently mean ./spore.db). */
-static int check_global_values(const cli *c, sp_error *err)
+static int check_global_values(cli *c, sp_error *err)
 {
-    const char *const values[] = {c->db, c->lease_ms, c->heartbeat_ms, c->poll_ms,
-                                  c->grace_ms, c->store_retry_ms};
-    const char *const names[] = {"--db", "--lease-ms", "--heartbeat-ms", "--poll-ms",
-                                 "--grace-ms", "--store-retry-ms"};
-    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
-        if (values[i] && !values[i][0])
+    cli_option globals[NGLOBALS];
+    global_options(c, globals);
+    for (const cli_option *o = globals; o->name; o++)
+        if (o->takes_value && *o->value && !(*o->value)[0])
             return sp_fail(err, CLI_INVALID_VALUE, "%s needs a value, not an empty string",
-                           names[i]);
+                           o->name);
     return 0;
 }
 
@@ -130,18 +128,19 @@ static int parse_option(cli *c, int argc, char **argv, int *i, const cli_option 
     return 0;
 }
 
-static void copy_globals(cli *to, const cli *from)
+/* The global options given before the command, where the command's own
+ * line did not set them (one table, bound to both: global_options). */
+static void copy_globals(cli *to, cli *from)
 {
-    to->json = to->json || from->json;
-    to->help = to->help || from->help;
-    to->allow_shared_store = to->allow_shared_store || from->allow_shared_store;
-    const char **const dst[] = {&to->db, &to->lease_ms, &to->heartbeat_ms, &to->poll_ms,
-                                &to->grace_ms, &to->store_retry_ms};
-    const char *const src[] = {from->db, from->lease_ms, from->heartbeat_ms, from->poll_ms,
-                               from->grace_ms, from->store_retry_ms};
-    for (size_t i = 0; i < sizeof dst / sizeof dst[0]; i++)
-        if (!*dst[i])
-            *dst[i] = src[i];
+    cli_option dst[NGLOBALS], src[NGLOBALS];
+    global_options(to, dst);
+    global_options(from, src);
+    for (int i = 0; dst[i].name; i++) {
+        if (dst[i].takes_value && !*dst[i].value)
+            *dst[i].value = *src[i].value;
+        else if (!dst[i].takes_value)
+            *dst[i].flag = *dst[i].flag || *src[i].flag;
+    }
 }
 
 int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *err)

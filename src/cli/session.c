@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json/decimal.h"
+
 volatile sig_atomic_t cli_interrupted = 0;
 
 static void on_signal(int sig)
@@ -51,23 +53,16 @@ static void seconds(uint64_t ms, char *out, size_t n)
                  (unsigned long long)(ms % 1000 / 100));
 }
 
-static json_t *decimal(uint64_t v)
-{
-    char text[24];
-    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
-    return json_string(text);
-}
-
 /* {"progress": {"storeFault": {...}}} or {"progress": {"storeRecovered": {...}}}. */
 static json_t *store_fault_json(const sp_engine_fault *f)
 {
     if (f->state == SP_FAULT_RECOVERED)
         return json_pack("{s:{s:{s:s,s:s,s:o}}}", "progress", "storeRecovered", "code", f->code,
-                         "message", f->message, "failedForMs", decimal(f->failing_for_ms));
+                         "message", f->message, "failedForMs", sp_decimal_json(f->failing_for_ms));
     return json_pack("{s:{s:{s:s,s:s,s:o,s:o,s:o}}}", "progress", "storeFault", "code", f->code,
-                     "message", f->message, "retryInMs", decimal(f->retry_in_ms), "failingForMs",
-                     decimal(f->failing_for_ms), "giveUpAfterMs",
-                     f->give_up_after_ms ? decimal(f->give_up_after_ms) : json_null());
+                     "message", f->message, "retryInMs", sp_decimal_json(f->retry_in_ms),
+                     "failingForMs", sp_decimal_json(f->failing_for_ms), "giveUpAfterMs",
+                     f->give_up_after_ms ? sp_decimal_json(f->give_up_after_ms) : json_null());
 }
 
 static void print_store_fault_text(const sp_engine_fault *f)
@@ -179,7 +174,7 @@ void session_close(session *s)
 int session_fail(session *s, sp_error *err)
 {
     int code = cli_exit_for(err->code);
-    if (strcmp(err->code, "store.constraint") == 0 || strcmp(err->code, "schema.too-new") == 0)
+    if (strcmp(err->code, "store.constraint") == 0)
         code = EXIT_INTERNAL;
     return cli_error(s->c, code, err);
 }

@@ -35,13 +35,6 @@ typedef struct runner_job {
 /* Events renew the lease at most this often (or every heartbeat_ms, if less). */
 #define PROGRESS_BEAT_GAP_MS 1000u
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void *runner_main(void *arg)
 {
     runner_job *job = arg;
@@ -102,17 +95,17 @@ static void run_with_heartbeats(inflight *a, runner_job *job)
      * asks for it, at most every PROGRESS_BEAT_GAP_MS */
     uint64_t every = a->engine->cfg.heartbeat_ms;
     uint64_t gap = every < PROGRESS_BEAT_GAP_MS ? every : PROGRESS_BEAT_GAP_MS;
-    uint64_t last = mono_ms();
+    uint64_t last = engine_mono_ms();
     bool wanted = false;
     for (;;) {
-        uint64_t now = mono_ms(), due = last + (wanted ? gap : every);
+        uint64_t now = engine_mono_ms(), due = last + (wanted ? gap : every);
         if (wait_runner(a, job, due > now ? due - now : 0))
             break;
         pthread_mutex_lock(&a->mu);
         wanted |= job->beat_wanted;
         job->beat_wanted = false;
         pthread_mutex_unlock(&a->mu);
-        now = mono_ms();
+        now = engine_mono_ms();
         if (now >= last + every || (wanted && now >= last + gap)) {
             if (!a->lost)
                 heartbeat(a);
@@ -147,7 +140,7 @@ static void on_progress(void *ctx, const char *event_json, size_t len)
         (void)rc; /* a view's detail: losing one never changes the attempt */
         sp_error_clear(&err);
     }
-    uint64_t now = mono_ms();
+    uint64_t now = engine_mono_ms();
     if (now - job->last_signal_ms < PROGRESS_BEAT_GAP_MS / 4)
         return;
     job->last_signal_ms = now;

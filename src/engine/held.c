@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/failpoint.h"
 #include "engine/internal.h"
@@ -27,13 +26,6 @@
 #define WATCH_MAX 16
 #define PROBE_MAX 4
 #define WATCH_RETRY_MIN_MS 5000
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static bool same_attempt(const sp_attempt_ref *a, const sp_attempt_ref *b)
 {
@@ -137,7 +129,7 @@ static void run_watch(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx
     pthread_mutex_lock(&j->engine->mu); /* try again later */
     held_memo *m = memo(j->engine, &j->attempt);
     if (m)
-        m->watch_after_ms = mono_ms() + (spec->probe_every_ms > WATCH_RETRY_MIN_MS
+        m->watch_after_ms = engine_mono_ms() + (spec->probe_every_ms > WATCH_RETRY_MIN_MS
                                              ? spec->probe_every_ms
                                              : WATCH_RETRY_MIN_MS);
     pthread_mutex_unlock(&j->engine->mu);
@@ -350,7 +342,7 @@ int engine_held_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
     engine_held_reap(e, false);
     char *cursor = NULL;
-    uint64_t now = mono_ms();
+    uint64_t now = engine_mono_ms();
     do {
         sp_held_page page;
         sp_store_rc rc = sp_store_scan_held(e->store, cursor, ENGINE_PAGE, &page, err);

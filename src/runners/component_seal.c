@@ -18,6 +18,7 @@
 
 #include "runners/component.h"
 #include "runners/component_spec.h"
+#include "sandbox/pin.h"
 #include "wasm/protocol.h"
 #include "wasm/world.h"
 
@@ -119,12 +120,6 @@ static int keep(sealer *s, const char *name, char *bytes, size_t len)
     return 0;
 }
 
-static bool inside(const char *root, const char *real)
-{
-    size_t n = strlen(root);
-    return strncmp(root, real, n) == 0 && (real[n] == '\0' || real[n] == '/' || n == 1);
-}
-
 static int grant_error(sealer *s, const char *code, sp_grant_kind kind, const char *value,
                        const char *why)
 {
@@ -145,7 +140,7 @@ static int resolve(sealer *s, sp_grant_kind kind, const char *entry, char real[P
                            errno == ENOENT || errno == ENOTDIR
                                ? "does not exist in the workflow folder"
                                : "cannot be resolved");
-    if (!inside(s->root, real))
+    if (!sp_path_covers(s->root, real))
         return grant_error(s, "component.grant-escapes", kind, entry,
                            "leaves the workflow folder (through a symlink)");
     return 0;
@@ -193,7 +188,7 @@ static int seal_tree(sealer *s, const char *top, const char *real, const char *n
             continue;
         const char *use = path;
         if (S_ISLNK(st.st_mode)) {
-            if (!realpath(path, target) || !inside(top, target)) {
+            if (!realpath(path, target) || !sp_path_covers(top, target)) {
                 rc = grant_error(s, "component.grant-escapes", SP_GRANT_FOLDERS, value,
                                  "holds a symlink that leaves the folder");
                 break;
@@ -259,7 +254,7 @@ static int seal_module(sealer *s, const sp_component_spec *spec, const char *act
         return module_error(s, module, "%s", "has a path that is too long");
     if (!realpath(joined, real))
         return module_error(s, module, "cannot be read: %s", strerror(errno));
-    if (module[0] != '/' && !inside(s->root, real))
+    if (module[0] != '/' && !sp_path_covers(s->root, real))
         return module_error(s, module, "%s", "leaves the workflow folder (through a symlink)");
     size_t len = 0;
     int e = 0;

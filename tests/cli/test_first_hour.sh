@@ -244,6 +244,9 @@ expect_json '(.runs | length) == 2 and all(.runs[]; .workflow == "approval")' "l
 sp list --limit 1 --db "$db" --json
 expect_json '(.runs | length) == 1 and .runs[0].runId == $ext' "list --limit" --arg ext "$ext"
 expect_error 2 usage.invalid-value "list --limit 0" -- list --limit 0 --db "$db"
+sp list --limit 1000000 --db "$db" --json
+expect_rc 0 "list --limit at its bound"
+expect_error 2 usage.invalid-value "list --limit past its bound" -- list --limit 1000001 --db "$db"
 sp list --status waiting --db "$db"
 expect_rc 0 "an empty list (text)"
 [[ "$out" == "no runs match in $db"* ]] || fail "an empty list does not say so: $out"
