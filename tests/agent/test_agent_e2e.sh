@@ -46,15 +46,17 @@ sp events "$id" --db "$db"
 grep -q '#5 result .*1840 in, 212 out tokens' <<<"$out" || fail "events text lacks the result event: $out"
 [ -z "$(ls -A "$SPORE_AGENT_DIR")" ] || fail "a sandbox was left behind: $(ls -A "$SPORE_AGENT_DIR")"
 
-# The agent failpoints: abort, then resume (the lease of the first attempt
-# must run out: a short lease keeps the test quick).
+# The agent failpoints: abort, then resume. The aborted process's attempt is
+# taken over at once (same host, its worker lock is free), so the lease need
+# not be short; a 400 ms lease made the resumed attempt itself expire when a
+# loaded machine (the sanitizer build) delayed a heartbeat.
 for fp in host.agent.after-exec host.agent.after-result; do
   key="fp-$fp"
-  SPORE_FAILPOINTS=$fp sp run examples/agent.json --db "$db" --key "$key" --lease-ms 400 \
-    --heartbeat-ms 100
+  SPORE_FAILPOINTS=$fp sp run examples/agent.json --db "$db" --key "$key" --lease-ms 5000 \
+    --heartbeat-ms 500
   [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ] || fail "$fp: the process did not abort (exit $rc)"
   grep -q "failpoint reached" <<<"$err" || fail "$fp: no failpoint message: $err"
-  sp run examples/agent.json --db "$db" --key "$key" --lease-ms 400 --heartbeat-ms 100 --json
+  sp run examples/agent.json --db "$db" --key "$key" --lease-ms 5000 --heartbeat-ms 500 --json
   expect_rc 0 "$fp: the resumed run completes"
   expect_json '.status == "completed" and .result.output.severity == "medium"' "$fp: output"
   rid=$(jq -r .runId <<<"$out")
