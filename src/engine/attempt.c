@@ -1,13 +1,14 @@
 /*
- * attempt.c - one attempt (engine.md §4): resolve the action from the run's
- * package, run it in a runner thread while this attempt thread heartbeats on
- * its own timer, then finish the attempt with what the runner reported - or,
- * when the lease was lost, keep it as late evidence.
+ * attempt.c - one attempt (engine.md §4): a pool thread resolves the action
+ * from the run's package and runs it; the tick reports what the runner
+ * reported - finish, hold, or, when the lease was lost, late evidence - in
+ * its batch, and renews every attempt's lease from one timer.
  *
  * Must never call finish_attempt after a heartbeat was answered stale (the
  * runner is told to stop; what it learns becomes late evidence), report
  * anything when the run or package cannot be read (the lease expires and the
- * kernel decides, as after a crash), or report after shutdown abandoned it.
+ * kernel decides, as after a crash), report after shutdown abandoned it, or
+ * free an attempt a pool thread still runs.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,116 +21,22 @@
 #include "runners/async_spec.h"
 #include "runners/registry.h"
 
-typedef struct runner_job {
-    inflight *a;
-    const sp_runner *runner;
-    sp_runner_ctx ctx;
-    json_t *input;
-    sp_activity_output out;
-    /* ---- agent progress (agent-step.md §3) ---- */
-    bool beat_wanted;        /* an event asked for an early heartbeat (under a->mu) */
-    uint64_t last_signal_ms; /* runner thread: when it last asked */
-    uint32_t kept;           /* runner thread: kept events recorded */
-} runner_job;
-
 /* Events renew the lease at most this often (or every heartbeat_ms, if less). */
 #define PROGRESS_BEAT_GAP_MS 1000u
-
-static void *runner_main(void *arg)
-{
-    runner_job *job = arg;
-    inflight *a = job->a;
-    job->runner->run(&job->ctx, a->claim.action_id, a->action, job->input, &job->out);
-    pthread_mutex_lock(&a->mu);
-    a->runner_done = true;
-    pthread_cond_signal(&a->cv);
-    pthread_mutex_unlock(&a->mu);
-    return NULL;
-}
-
-/* Wait for the runner up to `ms`, or until an event asks for a heartbeat;
- * true when it finished. */
-static bool wait_runner(inflight *a, runner_job *job, uint64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + (ms % 1000) * 1000000u;
-    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_mutex_lock(&a->mu);
-    while (!a->runner_done && !job->beat_wanted)
-        if (pthread_cond_timedwait(&a->cv, &a->mu, &ts) != 0)
-            break;
-    bool done = a->runner_done;
-    pthread_mutex_unlock(&a->mu);
-    return done;
-}
-
-static void heartbeat(inflight *a)
-{
-    sp_engine *e = a->engine;
-    char request_id[SP_STORE_REQUEST_ID_MAX];
-    engine_request_id(e, "heartbeat", a->claim.attempt.attempt_id, request_id, sizeof request_id);
-    sp_heartbeat_req req = {a->claim.attempt, request_id, e->cfg.lease_ms};
-    sp_heartbeat_res res;
-    sp_error err = {0};
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, &err, sp_store_heartbeat(e->store, &req, &res, &err));
-    if (rc == SP_STORE_STALE) {
-        a->lost = true;
-        sp_stop_fire(&a->stop);
-    }
-    sp_error_clear(&err);
-}
-
-/* Run the runner in its own thread, heartbeating until it returns. */
-static void run_with_heartbeats(inflight *a, runner_job *job)
-{
-    pthread_t t;
-    if (pthread_create(&t, NULL, runner_main, job) != 0) {
-        sp_output_failure(&job->out, "host.thread", true, NULL,
-                          "cannot start a thread for the runner");
-        return;
-    }
-    /* a heartbeat every heartbeat_ms, and an early one when an agent event
-     * asks for it, at most every PROGRESS_BEAT_GAP_MS */
-    uint64_t every = a->engine->cfg.heartbeat_ms;
-    uint64_t gap = every < PROGRESS_BEAT_GAP_MS ? every : PROGRESS_BEAT_GAP_MS;
-    uint64_t last = engine_mono_ms();
-    bool wanted = false;
-    for (;;) {
-        uint64_t now = engine_mono_ms(), due = last + (wanted ? gap : every);
-        if (wait_runner(a, job, due > now ? due - now : 0))
-            break;
-        pthread_mutex_lock(&a->mu);
-        wanted |= job->beat_wanted;
-        job->beat_wanted = false;
-        pthread_mutex_unlock(&a->mu);
-        now = engine_mono_ms();
-        if (now >= last + every || (wanted && now >= last + gap)) {
-            if (!a->lost)
-                heartbeat(a);
-            last = now;
-            wanted = false;
-        }
-    }
-    pthread_join(t, NULL);
-}
 
 /* The runner's progress hook (sp_runner_ctx.progress), on the runner's
  * thread: a kept agent event becomes an audit row of kind "agent.event"
  * (request ID agent-event/<attemptId>/<n>, so a retried write is the same
- * request); every event asks the attempt thread for an early heartbeat,
- * rate-limited here so a flood of events cannot flood the store. */
+ * request); every event asks the tick for an early heartbeat, rate-limited
+ * here so a flood of events cannot flood the store. */
 static void on_progress(void *ctx, const char *event_json, size_t len)
 {
-    runner_job *job = ctx;
-    inflight *a = job->a;
+    inflight *a = ctx;
+    sp_engine *e = a->engine;
     if (event_json) {
-        sp_engine *e = a->engine;
         char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
         snprintf(request_id, sizeof request_id, "agent-event/%s/%u", a->claim.attempt.attempt_id,
-                 job->kept++);
+                 a->kept++);
         sp_digest_one("body", event_json, len, digest);
         sp_late_evidence_req req = {a->claim.attempt, request_id, "agent.event",
                                     {event_json, len, digest}};
@@ -141,13 +48,13 @@ static void on_progress(void *ctx, const char *event_json, size_t len)
         sp_error_clear(&err);
     }
     uint64_t now = engine_mono_ms();
-    if (now - job->last_signal_ms < PROGRESS_BEAT_GAP_MS / 4)
+    if (now - a->last_signal_ms < PROGRESS_BEAT_GAP_MS / 4)
         return;
-    job->last_signal_ms = now;
-    pthread_mutex_lock(&a->mu);
-    job->beat_wanted = true;
-    pthread_cond_signal(&a->cv);
-    pthread_mutex_unlock(&a->mu);
+    a->last_signal_ms = now;
+    pthread_mutex_lock(&e->mu);
+    a->beat_wanted = true;
+    pthread_mutex_unlock(&e->mu);
+    engine_wake(e);
 }
 
 static void keep_late(sp_engine *e, const sp_attempt_ref *ref, const char *body, size_t len,
@@ -226,9 +133,10 @@ static void hold(inflight *a, const sp_activity_output *out)
     free(handle);
 }
 
-static void report(inflight *a, const sp_activity_output *out)
+static void report(inflight *a)
 {
     sp_engine *e = a->engine;
+    const sp_activity_output *out = &a->out;
     sp_error err = {0};
     if (out->kind == SP_OUTPUT_HELD) {
         hold(a, out);
@@ -250,40 +158,31 @@ static void report(inflight *a, const sp_activity_output *out)
     sp_error_clear(&err);
     free(body);
     if (rc == SP_STORE_OK)
-        sp_failpoint("host.attempt.after-finish");
+        engine_failpoint_durable(e, "host.attempt.after-finish");
 }
 
 /* Resolve the action and its runner. Returns false to abandon (report
  * nothing); true with *host_failed set when the host itself produced the
  * output (missing action or runner). */
-static bool resolve_action(inflight *a, const sp_runner **runner, sp_activity_output *out,
-                           bool *host_failed)
+static bool resolve_action(inflight *a, const sp_runner **runner, bool *host_failed)
 {
     sp_engine *e = a->engine;
-    sp_run_view view;
-    bool found = false;
     sp_error err = {0};
-    if (sp_store_get_run(e->store, &a->claim.attempt.key, &view, &found, &err) != SP_STORE_OK ||
-        !found) {
-        sp_error_clear(&err);
-        return false;
-    }
-    const sp_workflow *wf = engine_workflow(e, view.package_digest, &err);
-    sp_run_view_free(&view);
+    const sp_workflow *wf = engine_workflow(e, a->package_digest, &err);
     sp_error_clear(&err);
     if (!wf)
         return false;
     *host_failed = true;
     const sp_action *action = sp_workflow_action(wf, a->claim.action_id);
     if (!action) {
-        sp_output_failure(out, "host.action-missing", false, NULL,
+        sp_output_failure(&a->out, "host.action-missing", false, NULL,
                           "action %s is not in the run's package", a->claim.action_id);
         return true;
     }
     const json_t *kind = json_object_get(action->raw, "kind");
     *runner = json_is_string(kind) ? sp_runner_find(json_string_value(kind)) : NULL;
     if (!*runner) {
-        sp_output_failure(out, "host.runner-missing", false, NULL,
+        sp_output_failure(&a->out, "host.runner-missing", false, NULL,
                           "no runner for the kind of action %s", a->claim.action_id);
         return true;
     }
@@ -294,11 +193,11 @@ static bool resolve_action(inflight *a, const sp_runner **runner, sp_activity_ou
     return true;
 }
 
-static void execute(inflight *a, runner_job *job, const sp_runner *runner)
+static void execute(inflight *a, const sp_runner *runner)
 {
-    job->input = sp_json_parse_canonical(a->claim.input, a->claim.input_len, NULL);
-    if (!job->input) {
-        sp_output_failure(&job->out, "host.input-invalid", false, NULL,
+    json_t *input = sp_json_parse_canonical(a->claim.input, a->claim.input_len, NULL);
+    if (!input) {
+        sp_output_failure(&a->out, "host.input-invalid", false, NULL,
                           "the claimed input is not canonical JSON");
         return;
     }
@@ -315,57 +214,48 @@ static void execute(inflight *a, runner_job *job, const sp_runner *runner)
     sp_error_clear(&err);
     engine_artifacts arts; /* component runners: blobs, secret, audit (artifacts.c) */
     engine_artifacts_init(e, &c->attempt, &arts);
-    job->runner = runner;
-    job->ctx = (sp_runner_ctx){.tenant = c->attempt.key.tenant,
-                               .run_id = c->attempt.key.run_id,
-                               .node_id = c->node_id,
-                               .action_id = c->action_id,
-                               .invocation_id = c->attempt.invocation_id,
-                               .effect_key = c->effect_key,
-                               .attempt = c->attempt_number,
-                               .base_dir = e->base_dir,
-                               .traceparent = traceparent,
-                               .stop = &a->stop,
-                               .natives = e->cfg.natives,
-                               .token = has_token ? token : NULL,
-                               .store_location = sp_store_location(e->store),
-                               .progress = on_progress, /* agent events */
-                               .progress_ctx = job,
-                               .artifacts = &arts.api};
-    run_with_heartbeats(a, job);
+    sp_runner_ctx ctx = {.tenant = c->attempt.key.tenant,
+                         .run_id = c->attempt.key.run_id,
+                         .node_id = c->node_id,
+                         .action_id = c->action_id,
+                         .invocation_id = c->attempt.invocation_id,
+                         .effect_key = c->effect_key,
+                         .attempt = c->attempt_number,
+                         .base_dir = e->base_dir,
+                         .traceparent = traceparent,
+                         .stop = &a->stop,
+                         .natives = e->cfg.natives,
+                         .token = has_token ? token : NULL,
+                         .store_location = sp_store_location(e->store),
+                         .progress = on_progress, /* agent events */
+                         .progress_ctx = a,
+                         .artifacts = &arts.api};
+    runner->run(&ctx, c->action_id, a->action, input, &a->out);
+    json_decref(input);
 }
 
-static void mark_done(inflight *a)
+/* On a pool thread. */
+void engine_attempt_execute(inflight *a)
 {
-    pthread_mutex_lock(&a->engine->mu);
-    a->done = true;
-    a->engine->settled++;
-    pthread_cond_broadcast(&a->engine->settled_cv);
-    pthread_mutex_unlock(&a->engine->mu);
-}
-
-static void *attempt_main(void *arg)
-{
-    inflight *a = arg;
-    runner_job job;
-    memset(&job, 0, sizeof job);
-    job.a = a;
+    sp_engine *e = a->engine;
     const sp_runner *runner = NULL;
     bool host_failed = false;
-    if (resolve_action(a, &runner, &job.out, &host_failed)) {
+    if (engine_abandoning(e) || !resolve_action(a, &runner, &host_failed)) {
+        a->report_nothing = true;
+    } else {
         if (!host_failed)
-            execute(a, &job, runner);
+            execute(a, runner);
         sp_failpoint("host.attempt.after-effect");
-        if (!engine_abandoning(a->engine))
-            report(a, &job.out);
-        sp_activity_output_free(&job.out);
     }
-    json_decref(job.input);
-    mark_done(a);
-    return NULL;
+    pthread_mutex_lock(&e->mu);
+    a->state = ATTEMPT_SETTLED;
+    e->settled++;
+    pthread_cond_broadcast(&e->settled_cv);
+    pthread_mutex_unlock(&e->mu);
 }
 
-int engine_attempt_start(sp_engine *e, sp_claim *claim, sp_error *err)
+int engine_attempt_start(sp_engine *e, sp_claim *claim, const char *package_digest,
+                         sp_error *err)
 {
     inflight *a = calloc(1, sizeof *a);
     if (!a) {
@@ -375,40 +265,146 @@ int engine_attempt_start(sp_engine *e, sp_claim *claim, sp_error *err)
     a->engine = e;
     a->claim = *claim;
     memset(claim, 0, sizeof *claim);
-    pthread_mutex_init(&a->mu, NULL);
-    pthread_cond_init(&a->cv, NULL);
+    snprintf(a->package_digest, sizeof a->package_digest, "%s", package_digest);
+    a->last_beat_ms = engine_mono_ms();
     if (sp_stop_init(&a->stop, err)) {
         sp_claim_free(&a->claim);
         free(a);
         return -1;
     }
     pthread_mutex_lock(&e->mu);
+    a->state = ATTEMPT_QUEUED;
     a->next = e->inflight;
     e->inflight = a;
     e->ninflight++;
     pthread_mutex_unlock(&e->mu);
-    if (pthread_create(&a->thread, NULL, attempt_main, a) != 0) {
+    if (engine_pool_submit(e, a, err)) {
         pthread_mutex_lock(&e->mu);
-        e->inflight = a->next;
-        e->ninflight--;
+        a->state = ATTEMPT_SETTLED; /* nothing ran: the lease decides */
+        a->report_nothing = true;
         pthread_mutex_unlock(&e->mu);
-        sp_stop_destroy(&a->stop);
-        sp_claim_free(&a->claim);
-        free(a);
-        return sp_fail(err, "runtime", "cannot start an attempt thread");
+        return -1;
     }
     return 0;
 }
 
+/* ---- the tick's side ---- */
+
+void engine_attempts_report(sp_engine *e)
+{
+    bool abandon = engine_abandoning(e);
+    /* Only the tick adds to or frees from the list, so it may walk it
+     * without the lock; states are read and moved under it. */
+    for (inflight *a = e->inflight; a; a = a->next) {
+        pthread_mutex_lock(&e->mu);
+        bool mine = a->state == ATTEMPT_SETTLED;
+        if (mine)
+            a->state = abandon || a->report_nothing ? ATTEMPT_DONE : ATTEMPT_REPORTING;
+        mine = mine && a->state == ATTEMPT_REPORTING;
+        pthread_mutex_unlock(&e->mu);
+        if (mine)
+            report(a);
+    }
+}
+
+void engine_attempts_reported(sp_engine *e, bool committed)
+{
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a; a = a->next)
+        if (a->state == ATTEMPT_REPORTING)
+            a->state = committed ? ATTEMPT_DONE : ATTEMPT_SETTLED;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void heartbeat(inflight *a)
+{
+    sp_engine *e = a->engine;
+    char request_id[SP_STORE_REQUEST_ID_MAX];
+    engine_request_id(e, "heartbeat", a->claim.attempt.attempt_id, request_id, sizeof request_id);
+    sp_heartbeat_req req = {a->claim.attempt, request_id, e->cfg.lease_ms};
+    sp_heartbeat_res res;
+    sp_error err = {0};
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, &err, sp_store_heartbeat(e->store, &req, &res, &err));
+    if (rc == SP_STORE_STALE) {
+        a->lost = true;
+        sp_stop_fire(&a->stop);
+    }
+    sp_error_clear(&err);
+}
+
+/* An agent event's early beat waits at least this long after the last. */
+static uint64_t early_gap(const sp_engine *e)
+{
+    return e->cfg.heartbeat_ms < PROGRESS_BEAT_GAP_MS ? e->cfg.heartbeat_ms : PROGRESS_BEAT_GAP_MS;
+}
+
+/* When the attempt's next beat is due (monotonic); UINT64_MAX for none. */
+static uint64_t beat_due(const sp_engine *e, const inflight *a)
+{
+    if (a->lost || a->state == ATTEMPT_REPORTING || a->state == ATTEMPT_DONE)
+        return UINT64_MAX;
+    return a->last_beat_ms + (a->beat_wanted ? early_gap(e) : e->cfg.heartbeat_ms);
+}
+
+void engine_attempts_heartbeat(sp_engine *e)
+{
+    uint64_t now = engine_mono_ms();
+    for (inflight *a = e->inflight; a; a = a->next) {
+        pthread_mutex_lock(&e->mu);
+        bool due = beat_due(e, a) <= now;
+        if (due)
+            a->beat_wanted = false;
+        pthread_mutex_unlock(&e->mu);
+        if (!due)
+            continue;
+        heartbeat(a);
+        a->last_beat_ms = now;
+    }
+}
+
+uint64_t engine_attempts_next_beat_in(sp_engine *e)
+{
+    uint64_t now = engine_mono_ms(), next = UINT64_MAX;
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a; a = a->next) {
+        uint64_t due = beat_due(e, a);
+        if (due < next)
+            next = due;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return next == UINT64_MAX ? UINT64_MAX : next > now ? next - now : 0;
+}
+
 static void free_inflight(inflight *a)
 {
-    pthread_join(a->thread, NULL);
     sp_stop_destroy(&a->stop);
-    pthread_cond_destroy(&a->cv);
-    pthread_mutex_destroy(&a->mu);
     json_decref(a->action);
+    sp_activity_output_free(&a->out);
     sp_claim_free(&a->claim);
     free(a);
+}
+
+/* Under e->mu: unlink the attempts that are done (wait_all: settled ones
+ * too, unreported) onto *out. True when some still run. */
+static bool take_done(sp_engine *e, bool wait_all, inflight **out)
+{
+    bool running = false;
+    for (inflight **p = &e->inflight; *p;) {
+        inflight *a = *p;
+        if (wait_all && a->state == ATTEMPT_SETTLED)
+            a->state = ATTEMPT_DONE; /* abandoned: the lease decides */
+        if (a->state == ATTEMPT_DONE) {
+            *p = a->next;
+            a->next = *out;
+            *out = a;
+            e->ninflight--;
+        } else {
+            running = true;
+            p = &a->next;
+        }
+    }
+    return running;
 }
 
 void engine_attempts_reap(sp_engine *e, bool wait_all)
@@ -416,36 +412,44 @@ void engine_attempts_reap(sp_engine *e, bool wait_all)
     for (;;) {
         inflight *finished = NULL;
         pthread_mutex_lock(&e->mu);
-        for (inflight **p = &e->inflight; *p;) {
-            inflight *a = *p;
-            if (a->done || wait_all) {
-                *p = a->next;
-                a->next = finished;
-                finished = a;
-                e->ninflight--;
-            } else {
-                p = &a->next;
-            }
-        }
+        bool running = take_done(e, wait_all, &finished);
+        if (wait_all && running && !finished)
+            pthread_cond_wait(&e->settled_cv, &e->mu);
         pthread_mutex_unlock(&e->mu);
-        if (!finished)
-            return;
         while (finished) {
             inflight *a = finished;
             finished = a->next;
             free_inflight(a);
         }
-        if (!wait_all)
+        if (!wait_all || !running)
             return;
     }
 }
 
-bool engine_run_in_flight(sp_engine *e, const sp_run_key *key)
+static bool holds(sp_engine *e, const sp_run_key *key, const char *invocation_id)
 {
     pthread_mutex_lock(&e->mu);
     bool found = false;
     for (inflight *a = e->inflight; a && !found; a = a->next)
-        found = !a->done && engine_same_key(&a->claim.attempt.key, key);
+        found = a->state != ATTEMPT_DONE && engine_same_key(&a->claim.attempt.key, key) &&
+                (!invocation_id || strcmp(a->claim.attempt.invocation_id, invocation_id) == 0);
     pthread_mutex_unlock(&e->mu);
     return found;
+}
+
+bool engine_run_in_flight(sp_engine *e, const sp_run_key *key) { return holds(e, key, NULL); }
+
+bool engine_invocation_in_flight(sp_engine *e, const sp_run_key *key, const char *invocation_id)
+{
+    return holds(e, key, invocation_id);
+}
+
+uint32_t engine_attempts_held(sp_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    uint32_t n = 0;
+    for (inflight *a = e->inflight; a; a = a->next)
+        n += a->state != ATTEMPT_DONE;
+    pthread_mutex_unlock(&e->mu);
+    return n;
 }

@@ -78,7 +78,7 @@ static turn_result commit(sp_engine *e, const sp_turn *t, const sp_kernel_decisi
     free(cmds);
     free(diags);
     if (rc == SP_STORE_OK) {
-        sp_failpoint("host.turn.after-commit");
+        engine_failpoint_durable(e, "host.turn.after-commit");
         if (res.disposition == SP_APPLIED)
             stats->applied++;
         else
@@ -164,26 +164,21 @@ static int coordinate_run(sp_engine *e, const sp_run_key *key, sp_tick_stats *st
     return 0;
 }
 
+/* One page of ready runs per pass: the next pass sees the rest (a run
+ * coordinated here is no longer ready), so one batch stays bounded. */
 int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err)
 {
     if (only)
         return coordinate_run(e, only, stats, err);
-    char *cursor = NULL;
+    sp_key_page page;
+    sp_store_rc rc = sp_store_scan_ready(e->store, NULL, ENGINE_PAGE, &page, err);
+    if (rc != SP_STORE_OK) {
+        stats->store_unavailable = sp_store_rc_transient(rc);
+        return -1;
+    }
     int result = 0;
-    do {
-        sp_key_page page;
-        sp_store_rc rc = sp_store_scan_ready(e->store, cursor, ENGINE_PAGE, &page, err);
-        free(cursor);
-        cursor = NULL;
-        if (rc != SP_STORE_OK) {
-            stats->store_unavailable = sp_store_rc_transient(rc);
-            return -1;
-        }
-        for (size_t i = 0; i < page.n && result == 0; i++)
-            result = coordinate_run(e, &page.keys[i], stats, err);
-        if (page.next_cursor && result == 0)
-            cursor = strdup(page.next_cursor);
-        sp_key_page_free(&page);
-    } while (cursor);
+    for (size_t i = 0; i < page.n && result == 0; i++)
+        result = coordinate_run(e, &page.keys[i], stats, err);
+    sp_key_page_free(&page);
     return result;
 }

@@ -1,8 +1,10 @@
 /*
  * dispatch.c - step 3 of a tick (engine.md §3): claim due invocations read
- * back from the store (never from a decision in memory, I7) while fewer than
- * max_concurrent_activities attempts are in flight here, and start each one
- * in its own thread.
+ * back from the store (never from a decision in memory, I7; in the tick's
+ * batch they include the turns it just committed) while fewer than
+ * max_concurrent_activities attempts are held here, reading no more of the
+ * outbox than the free slots; the claims start on the pool once the batch
+ * commits.
  *
  * Must never claim after shutdown began, claim an invocation already in
  * flight in this engine, treat a duplicate claim receipt as ownership
@@ -17,23 +19,26 @@
 #include "engine/internal.h"
 #include "runners/registry.h"
 
-static bool has_capacity(sp_engine *e)
+/* Free slots: attempts this engine may still take on. */
+static uint32_t free_slots(sp_engine *e)
 {
+    uint32_t held = engine_attempts_held(e) + engine_claims_pending(e);
     pthread_mutex_lock(&e->mu);
-    bool ok = !e->shutting_down && e->ninflight < e->cfg.max_concurrent_activities;
+    bool closed = e->shutting_down;
     pthread_mutex_unlock(&e->mu);
-    return ok;
+    uint32_t max = e->cfg.max_concurrent_activities;
+    return closed || held >= max ? 0 : max - held;
 }
 
 static bool already_in_flight(sp_engine *e, const sp_due_item *item)
 {
-    pthread_mutex_lock(&e->mu);
-    bool found = false;
-    for (inflight *a = e->inflight; a && !found; a = a->next)
-        found = engine_same_key(&a->claim.attempt.key, &item->key) &&
-                strcmp(a->claim.attempt.invocation_id, item->id) == 0;
-    pthread_mutex_unlock(&e->mu);
-    return found;
+    if (engine_invocation_in_flight(e, &item->key, item->id))
+        return true;
+    for (size_t i = 0; i < e->nclaims; i++)
+        if (engine_same_key(&e->claims[i].attempt.key, &item->key) &&
+            strcmp(e->claims[i].attempt.invocation_id, item->id) == 0)
+            return true;
+    return false;
 }
 
 /* A duplicate receipt is a historical claim: own it only if a heartbeat
@@ -93,29 +98,40 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
         sp_claim_free(&claim);
         return 0;
     }
-    sp_failpoint("host.attempt.after-claim");
+    engine_failpoint_durable(e, "host.attempt.after-claim");
     stats->claimed++;
-    return engine_attempt_start(e, &claim, err);
+    return engine_claim_made(e, &claim, item->package_digest, err);
 }
 
-typedef struct dispatch_ctx {
-    sp_tick_stats *stats;
-    const sp_run_key *only;
-} dispatch_ctx;
-
-static int dispatch_one(sp_engine *e, const sp_due_item *item, void *arg, sp_error *err)
+static int dispatch_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats,
+                        sp_error *err)
 {
-    dispatch_ctx *d = arg;
-    if (!has_capacity(e))
-        return 1;
-    if (item->kind != SP_DUE_OUTBOX || (d->only && !engine_same_key(d->only, &item->key)) ||
-        already_in_flight(e, item) || !workable(e, item))
+    if (already_in_flight(e, item) || !workable(e, item))
         return 0;
-    return claim_one(e, item, d->stats, err);
+    return claim_one(e, item, stats, err);
 }
 
 int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err)
 {
-    dispatch_ctx d = {stats, only};
-    return has_capacity(e) && engine_each_due(e, stats, dispatch_one, &d, err) < 0 ? -1 : 0;
+    char *cursor = NULL;
+    int r = 0;
+    for (uint32_t slots = free_slots(e); slots > 0 && r == 0; slots = free_slots(e)) {
+        sp_due_page page;
+        sp_store_rc rc = sp_store_scan_outbox(e->store, only, cursor, slots, &page, err);
+        free(cursor);
+        cursor = NULL;
+        if (rc != SP_STORE_OK) {
+            stats->store_unavailable = sp_store_rc_transient(rc);
+            return -1;
+        }
+        for (size_t i = 0; i < page.n && r == 0 && free_slots(e) > 0; i++)
+            r = dispatch_one(e, &page.items[i], stats, err);
+        if (page.next_cursor && r == 0)
+            cursor = strdup(page.next_cursor);
+        sp_due_page_free(&page);
+        if (!cursor)
+            break;
+    }
+    free(cursor);
+    return r;
 }

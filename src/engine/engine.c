@@ -1,9 +1,9 @@
 /*
  * engine.c - creating and freeing an engine, worker identity and request
- * IDs, the tick, serve() and graceful shutdown (engine.md §1-3).
+ * IDs (engine.md §1-2). The loop itself is tick.c's.
  *
- * Must never dispatch after shutdown began, and never free an engine while
- * one of its attempt threads still runs.
+ * Must never free an engine while one of its pool threads still runs an
+ * attempt.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,7 +25,7 @@ sp_engine_config sp_engine_defaults(void)
         .heartbeat_ms = 3000,
         .poll_ms = 200,
         .shutdown_grace_ms = 10000,
-        .max_concurrent_activities = 4,
+        .max_concurrent_activities = 16,
         .turns_per_run = 32,
         .limits = SP_KERNEL_DEFAULT_LIMITS,
         .store_retry_ms = 60000,
@@ -120,6 +120,8 @@ sp_engine *sp_engine_new(sp_store *store, const sp_engine_config *config, sp_err
     atomic_init(&e->counter, 0);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->settled_cv, NULL);
+    pthread_cond_init(&e->pool_cv, NULL);
+    e->queue_tail = &e->queue;
     pthread_mutex_init(&e->packages_mu, NULL);
     engine_fault_init(e);
     if (init_identity(e, err) || engine_takeover_init(e, err)) {
@@ -140,131 +142,18 @@ void sp_engine_free(sp_engine *e)
         sp_stop_fire(&a->stop);
     pthread_mutex_unlock(&e->mu);
     engine_attempts_reap(e, true);
+    engine_pool_stop(e);
+    engine_tick_free(e);
     engine_held_reap(e, true);
     free(e->memos);
     engine_takeover_close(e);
     engine_packages_free(e);
     pthread_mutex_destroy(&e->packages_mu);
     pthread_cond_destroy(&e->settled_cv);
+    pthread_cond_destroy(&e->pool_cv);
     pthread_mutex_destroy(&e->mu);
     engine_fault_destroy(e);
     free(e);
-}
-
-bool sp_tick_idle(const sp_tick_stats *s)
-{
-    return !s->applied && !s->duplicate && !s->diverged && !s->quarantined && !s->expired &&
-           !s->claimed && !s->settled;
-}
-
-int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
-{
-    memset(stats, 0, sizeof *stats);
-    engine_attempts_reap(e, false);
-    pthread_mutex_lock(&e->mu);
-    stats->settled = e->settled;
-    e->settled = 0;
-    bool shutting_down = e->shutting_down;
-    pthread_mutex_unlock(&e->mu);
-    if (engine_sweep(e, stats, err) || engine_held_tick(e, stats, err) ||
-        engine_coordinate(e, stats, NULL, err))
-        return stats->store_unavailable ? 0 : -1;
-    if (!shutting_down && engine_dispatch(e, stats, NULL, err))
-        return stats->store_unavailable ? 0 : -1;
-    return 0;
-}
-
-/* Wait until an attempt settles, the timeout passes, or an interrupt. */
-static void wait_settled(sp_engine *e, uint64_t timeout_ms)
-{
-    uint64_t step = timeout_ms < 50 ? timeout_ms : 50;
-    uint64_t waited = 0;
-    while (waited < timeout_ms && !engine_interrupted(e)) {
-        pthread_mutex_lock(&e->mu);
-        bool settled = e->settled > 0;
-        if (!settled) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            uint64_t ns = (uint64_t)ts.tv_nsec + step * 1000000u;
-            ts.tv_sec += (time_t)(ns / 1000000000u);
-            ts.tv_nsec = (long)(ns % 1000000000u);
-            pthread_cond_timedwait(&e->settled_cv, &e->mu, &ts);
-            settled = e->settled > 0;
-        }
-        pthread_mutex_unlock(&e->mu);
-        if (settled)
-            return;
-        waited += step;
-    }
-}
-
-void engine_wait(sp_engine *e, uint64_t timeout_ms) { wait_settled(e, timeout_ms); }
-
-static uint32_t in_flight(sp_engine *e)
-{
-    engine_attempts_reap(e, false);
-    pthread_mutex_lock(&e->mu);
-    uint32_t n = e->ninflight;
-    pthread_mutex_unlock(&e->mu);
-    return n;
-}
-
-/* Wait up to `ms` for in-flight attempts to end, finishing what returns. */
-static void drain(sp_engine *e, uint64_t ms)
-{
-    uint64_t start = mono_ns();
-    while (in_flight(e) > 0 && (mono_ns() - start) / 1000000u < ms) {
-        engine_sleep_ms(20);
-    }
-}
-
-void sp_engine_shutdown(sp_engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    bool already = e->shutting_down;
-    e->shutting_down = true;
-    pthread_mutex_unlock(&e->mu);
-    if (already)
-        return;
-    engine_held_stop_watches(e); /* watches end at once; stops may finish */
-    drain(e, e->cfg.shutdown_grace_ms);
-    pthread_mutex_lock(&e->mu);
-    for (inflight *a = e->inflight; a; a = a->next)
-        sp_stop_fire(&a->stop);
-    pthread_mutex_unlock(&e->mu);
-    drain(e, e->cfg.shutdown_grace_ms);
-    pthread_mutex_lock(&e->mu);
-    e->abandon = true; /* still running: left to lease expiry */
-    pthread_mutex_unlock(&e->mu);
-}
-
-int sp_engine_serve(sp_engine *e, sp_error *err)
-{
-    uint64_t begun = mono_ns(), turns = 0, claimed = 0;
-    unsigned failed_ticks = 0;
-    engine_fault_serving(e, true);
-    while (!engine_interrupted(e)) {
-        sp_tick_stats stats;
-        if (sp_engine_tick(e, &stats, err)) {
-            engine_fault_serving(e, false);
-            return -1;
-        }
-        turns += stats.applied;
-        claimed += stats.claimed;
-        if (e->cfg.serve_progress)
-            e->cfg.serve_progress(e->cfg.serve_progress_ctx, in_flight(e), turns, claimed,
-                                  (mono_ns() - begun) / 1000000u);
-        uint64_t backoff = engine_fault_pass(e, stats.store_unavailable, &failed_ticks, err);
-        if (backoff || sp_tick_idle(&stats))
-            wait_settled(e, backoff ? backoff : e->cfg.poll_ms);
-    }
-    engine_fault_serving(e, false);
-    sp_engine_shutdown(e);
-    sp_tick_stats stats;
-    sp_error ignored = {0};
-    engine_coordinate(e, &stats, NULL, &ignored); /* leave statuses current */
-    sp_error_clear(&ignored);
-    return 0;
 }
 
 int sp_engine_key(const sp_engine *e, const char *run_id, sp_run_key *key, sp_error *err)

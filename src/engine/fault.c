@@ -197,9 +197,27 @@ int engine_fault_give_up(sp_engine *e, uint64_t *left_ms, sp_error *err)
     return left == 0 ? -1 : 0;
 }
 
+void engine_fault_noted(sp_engine *e, bool write, const char *call, sp_store_rc rc,
+                        const sp_error *err)
+{
+    if (rc == SP_STORE_OK)
+        worked(e, write);
+    else if (sp_store_rc_transient(rc))
+        failed(e, write, call, err, 0);
+}
+
 bool engine_retry_again(sp_engine *e, bool write, const char *call, sp_store_rc rc,
                         unsigned try_number, sp_error *err)
 {
+    if (sp_store_in_batch(e->store)) {
+        /* In the tick's batch nothing is durable yet and a retry cannot
+         * help: the batch is abandoned and the next pass tries it all. */
+        if (sp_store_rc_transient(rc)) {
+            failed(e, write, call, err, 0);
+            e->batch_failed = true;
+        }
+        return false;
+    }
     if (!sp_store_rc_transient(rc)) {
         if (rc == SP_STORE_OK)
             worked(e, write);

@@ -18,20 +18,36 @@
 #define ENGINE_PAGE 256
 #define PACKAGE_CACHE_SIZE 16
 
+/* Where an attempt is in its life in this engine (attempt.c). Moves only
+ * forward, under engine->mu, except REPORTING -> SETTLED when the batch that
+ * carried its report did not commit. */
+typedef enum attempt_state {
+    ATTEMPT_QUEUED,    /* claimed, waiting for a pool thread */
+    ATTEMPT_RUNNING,   /* a pool thread runs its runner */
+    ATTEMPT_SETTLED,   /* the runner's output waits for the tick to report it */
+    ATTEMPT_REPORTING, /* reported in the tick's open batch */
+    ATTEMPT_DONE,      /* reported (or abandoned): the tick frees it */
+} attempt_state;
+
 /* One attempt in flight in this engine. */
 typedef struct inflight {
-    struct inflight *next;
+    struct inflight *next;       /* engine->inflight */
+    struct inflight *queue_next; /* engine->queue (pool.c) */
     struct sp_engine *engine;
-    sp_claim claim;   /* owned */
-    json_t *action;   /* owned copy of the action object */
-    char kind[32];
-    pthread_t thread;
+    sp_claim claim; /* owned */
+    char package_digest[SP_DIGEST_TEXT_LEN + 1];
+    json_t *action; /* owned copy of the action object (pool thread, then tick) */
     sp_stop_signal stop;
-    bool done;      /* the attempt thread has finished (under engine->mu) */
-    bool lost;      /* a heartbeat was answered stale */
-    bool runner_done;
-    pthread_mutex_t mu; /* guards runner_done, with cv */
-    pthread_cond_t cv;
+    attempt_state state; /* under engine->mu */
+    bool beat_wanted;    /* an agent event asked for an early heartbeat (engine->mu) */
+    /* ---- the pool thread's, until SETTLED; the tick's after ---- */
+    sp_activity_output out;
+    bool report_nothing; /* the run or package could not be read: the lease decides */
+    uint32_t kept;           /* agent events kept (runner thread) */
+    uint64_t last_signal_ms; /* runner thread: when it last asked for a beat */
+    /* ---- the tick thread's ---- */
+    bool lost;             /* a heartbeat was answered stale */
+    uint64_t last_beat_ms; /* monotonic */
 } inflight;
 
 typedef struct package_entry {
@@ -109,10 +125,17 @@ struct sp_engine {
     engine_fault fault; /* fault.c */
 
     pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t settled_cv;
+    pthread_cond_t settled_cv; /* the tick's wake-up: settled, or wake */
     inflight *inflight;
     uint32_t ninflight;
     uint32_t settled; /* attempts that ended since the last tick */
+    bool wake;        /* something else wants the tick now (an early heartbeat) */
+    /* ---- the attempt pool (pool.c) ---- */
+    pthread_cond_t pool_cv;
+    inflight *queue, **queue_tail;
+    pthread_t *pool;
+    uint32_t npool, pool_idle;
+    bool pool_quit;
     bool shutting_down;
     bool abandon; /* attempts still running after shutdown report nothing */
     held_job *held_jobs;
@@ -131,6 +154,15 @@ struct sp_engine {
     int lock_fd;        /* flock held on <lock_dir>/<worker id>.lock, -1 if none */
     struct dead_owner *dead; /* owners the sweep found dead (takeover.c); tick only */
     size_t ndead, dead_cap;
+
+    /* ---- the tick's own (tick.c) ---- */
+    uint64_t next_sweep_ms;  /* monotonic: when sweep and held tick run next */
+    bool batch_failed;       /* a store call in the open batch failed transiently */
+    char **deferred;         /* failpoints fired when the open batch commits */
+    size_t ndeferred, deferred_cap;
+    sp_claim *claims;        /* claims made in the open batch, started after it */
+    char (*claim_packages)[SP_DIGEST_TEXT_LEN + 1];
+    size_t nclaims, claims_cap;
 };
 
 /* engine.c */
@@ -176,6 +208,9 @@ int engine_fault_give_up(sp_engine *e, uint64_t *left_ms, sp_error *err);
 void engine_fault_serving(sp_engine *e, bool serving);
 /* A store fault is going on (the last store call of its kind failed). */
 bool engine_fault_failing(sp_engine *e);
+/* Note a store call's answer without retrying it (a batch's commit). */
+void engine_fault_noted(sp_engine *e, bool write, const char *call, sp_store_rc rc,
+                        const sp_error *err);
 
 /* packages.c: the workflow of a package digest, loaded once (NULL +
  * package.missing / kernel failure code on error). The pointer stays valid
@@ -234,10 +269,46 @@ sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const
 /* True when an action object's kind is `kind`. */
 bool kind_is(const json_t *action, const char *kind);
 
-/* attempt.c */
-int engine_attempt_start(sp_engine *e, sp_claim *claim, sp_error *err);
+/* attempt.c: an attempt's life in this engine. Start hands a committed
+ * claim to the pool; the tick reports what settled (in its batch), renews
+ * leases from one timer, and frees what is done. */
+int engine_attempt_start(sp_engine *e, sp_claim *claim, const char *package_digest,
+                         sp_error *err);
+/* Report every settled attempt (finish, hold, or late evidence); they are
+ * REPORTING until engine_attempts_reported says whether the batch committed. */
+void engine_attempts_report(sp_engine *e);
+void engine_attempts_reported(sp_engine *e, bool committed);
+/* Heartbeat every attempt whose beat is due (a stale answer stops it). */
+void engine_attempts_heartbeat(sp_engine *e);
+/* Milliseconds until the next heartbeat is due (UINT64_MAX: none). */
+uint64_t engine_attempts_next_beat_in(sp_engine *e);
 void engine_attempts_reap(sp_engine *e, bool wait_all);
 bool engine_run_in_flight(sp_engine *e, const sp_run_key *key);
+bool engine_invocation_in_flight(sp_engine *e, const sp_run_key *key, const char *invocation_id);
+/* Attempts this engine holds (queued, running or not yet reported). */
+uint32_t engine_attempts_held(sp_engine *e);
+
+/* pool.c: the fixed attempt pool (max_concurrent_activities threads, made
+ * as needed). The pool thread calls engine_attempt_execute. */
+int engine_pool_submit(sp_engine *e, inflight *a, sp_error *err);
+void engine_pool_stop(sp_engine *e); /* after every attempt is done */
+void engine_attempt_execute(inflight *a);
+
+/* tick.c: one pass of the loop - sweep and held attempts on their own
+ * timer, then in one batch (one durable commit): report settled attempts,
+ * heartbeats, coordinate, dispatch; claims start after the commit. */
+int engine_pass(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);
+/* A failpoint of something durable: now, or when the open batch commits. */
+void engine_failpoint_durable(sp_engine *e, const char *name);
+/* A claim made in the open batch: started once the batch commits. */
+int engine_claim_made(sp_engine *e, sp_claim *claim, const char *package_digest, sp_error *err);
+uint32_t engine_claims_pending(sp_engine *e);
+/* Wake the tick now (an attempt wants an early heartbeat). */
+void engine_wake(sp_engine *e);
+/* Group commit: wait (at most about a millisecond) for attempts still
+ * running when others have settled, so one commit carries them all. */
+void engine_group_wait(sp_engine *e);
+void engine_tick_free(sp_engine *e);
 
 /* result.c: the activity.result body for a runner's output (<= 64 KiB). */
 char *engine_result_body(const sp_claim *claim, const sp_activity_output *out, size_t *len,
@@ -262,7 +333,8 @@ int engine_token_parse(sp_engine *e, const char *token, sp_attempt_ref *ref, sp_
 /* The store's secret (cached), for step tokens and sealed process handles. */
 int engine_secret(sp_engine *e, unsigned char key[32], sp_error *err);
 
-/* engine.c helpers used by several modules */
+/* tick.c: wait until an attempt settles, the tick is woken, the timeout
+ * passes (capped at the next heartbeat) or an interrupt. */
 void engine_wait(sp_engine *e, uint64_t timeout_ms);
 
 #endif

@@ -72,23 +72,6 @@ static int interrupted(sp_engine *e, const sp_run_key *key, sp_park *park, sp_er
     return 0;
 }
 
-/* One pass for the run: sweep, held attempts, coordinate, dispatch. -1 only
- * for an error that is not the store's transient kind (stats tells). */
-static int pass(sp_engine *e, const sp_run_key *key, sp_tick_stats *stats, sp_error *err)
-{
-    memset(stats, 0, sizeof *stats);
-    engine_attempts_reap(e, false);
-    pthread_mutex_lock(&e->mu);
-    stats->settled = e->settled;
-    e->settled = 0;
-    pthread_mutex_unlock(&e->mu);
-    if ((engine_sweep(e, stats, err) || engine_held_tick(e, stats, err) ||
-         engine_coordinate(e, stats, key, err) || engine_dispatch(e, stats, key, err)) &&
-        !stats->store_unavailable)
-        return -1;
-    return 0;
-}
-
 typedef enum look_result { LOOK_ON, LOOK_PARKED, LOOK_ERROR } look_result;
 
 /* Read the run back: parked (and nothing of it in flight here), or not yet;
@@ -97,6 +80,10 @@ static look_result look(sp_engine *e, const sp_run_key *key, sp_park *park,
                         sp_progress_fn progress, void *progress_ctx, uint64_t started,
                         sp_tick_stats *stats, sp_error *err)
 {
+    /* A run with an attempt held here cannot have parked: no read needed
+     * (unless the progress callback wants to see the run). */
+    if (!progress && engine_run_in_flight(e, key))
+        return LOOK_ON;
     sp_run_view view;
     bool found = false;
     sp_error read_err = {0};
@@ -118,7 +105,7 @@ static look_result look(sp_engine *e, const sp_run_key *key, sp_park *park,
     }
     if (progress)
         progress(progress_ctx, &view, engine_mono_ms() - started);
-    bool done = parked(e, &view, park) && !engine_run_in_flight(e, key);
+    bool done = !engine_run_in_flight(e, key) && parked(e, &view, park);
     sp_run_view_free(&view);
     return done ? LOOK_PARKED : LOOK_ON;
 }
@@ -132,7 +119,7 @@ int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *par
         if (engine_interrupted(e))
             return interrupted(e, key, park, err);
         sp_tick_stats stats;
-        if (pass(e, key, &stats, err))
+        if (engine_pass(e, &stats, key, err))
             return -1;
         if (!stats.store_unavailable)
             sp_error_clear(err);

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdatomic.h>
+
 #include "store/store.h"
 
 typedef enum sp_db_type { SP_DB_NULL, SP_DB_INT, SP_DB_TEXT, SP_DB_BLOB } sp_db_type;
@@ -61,7 +63,10 @@ typedef struct sp_db_dialect {
  * (SQLite BEGIN IMMEDIATE; PostgreSQL READ COMMITTED + row locks). SCAN:
  * work selection that reads only but may lock the rows it selects with
  * dialect.skip_locked (PostgreSQL READ COMMITTED; SQLite a plain read). */
-typedef enum sp_db_tx { SP_DB_READ, SP_DB_WRITE, SP_DB_SCAN } sp_db_tx;
+/* ONE: a single statement in its own implicit transaction (no BEGIN, no
+ * ROLLBACK: one statement reads one snapshot on both databases); a work
+ * selection statement may still end with dialect.skip_locked. */
+typedef enum sp_db_tx { SP_DB_READ, SP_DB_WRITE, SP_DB_SCAN, SP_DB_ONE } sp_db_tx;
 
 typedef struct sp_db_driver {
     const char *name; /* "sqlite" | "postgres" */
@@ -113,6 +118,21 @@ bool sp_db_cache_put(sp_db_cache *c, const char *key, size_t key_len, void *stmt
 /* Release every entry (the cache stays usable). */
 void sp_db_cache_clear(sp_db_cache *c);
 
+/* Failpoint names a batch fires when it commits (batch.c). */
+typedef struct sp_db_names {
+    char **names;
+    size_t n, cap;
+} sp_db_names;
+
+/* A batch in progress (batch.c): one write transaction that the requests of
+ * one thread share, each inside its own savepoint. */
+typedef struct sp_db_batch {
+    bool request_open;  /* a request's savepoint (or read) is open */
+    bool request_write; /* ... and it is a write (a savepoint) */
+    size_t requests;    /* write requests released into the batch */
+    sp_db_names before_commit, after_commit; /* deferred failpoints */
+} sp_db_batch;
+
 /* What the adapters hand to the shared logic. */
 struct sp_store {
     const sp_db_driver *driver;
@@ -120,6 +140,8 @@ struct sp_store {
     char *location; /* credentials removed */
     sp_clock clock;
     bool has_clock;
+    sp_db_batch batch; /* used only by the thread that holds the batch */
+    atomic_ullong commits, statements; /* sp_store_counters */
 };
 
 #endif

@@ -77,6 +77,12 @@ static inline uint64_t lg_sat_add(uint64_t a, uint64_t b)
 
 /* ---- transactions and rows (tx.c) ---- */
 
+/* This thread holds a batch of `s` (batch.c). */
+bool lg_in_batch(const sp_store *s);
+/* Fire failpoint `name` now, or - inside a batch - when the batch commits
+ * (before its COMMIT, or after it for an after-commit point). */
+void lg_failpoint(sp_store *s, const char *name, bool after_commit);
+
 sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err);
 /* A work-selection transaction (SP_DB_SCAN): its SELECTs may end with
  * s->driver->dialect.skip_locked. */

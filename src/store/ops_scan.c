@@ -22,6 +22,10 @@
  * page instead of waited for; the next poll sees it again. With SQLite
  * (one writer, no row locks) the string is empty and nothing is skipped.
  *
+ * scan_outbox: the outbox phase of scan_due alone (optionally of one run),
+ * one statement, for dispatch to read no more than its free slots; cursor
+ * as scan_due's.
+ *
  * scan_running: running attempts without a holder whose owner recorded this
  * host, by attempt ID then key; cursor [attemptId, tenant, run]. (A held
  * attempt's job outlives its worker by design: its owner's death means
@@ -308,6 +312,60 @@ sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_
     }
     if (rc)
         sp_due_page_free(out);
+    json_decref(owner);
+    return rc;
+}
+
+/* ---- scan_outbox: the outbox phase alone, for dispatch ---- */
+
+#define OUTBOX_RUN " AND i.tenant = ? AND i.run_id = ?"
+#define OUTBOX_AFTER " AND (i.not_before_ms, i.invocation_id, i.tenant, i.run_id) > (?, ?, ?, ?)"
+
+static sp_store_rc outbox_query(sp_store *s, const sp_run_key *only, const due_cursor *after,
+                                size_t limit, sp_db_rows *rows, sp_error *err)
+{
+    sp_db_val params[8];
+    size_t n = 0;
+    params[n++] = DB_INT(lg_now(s));
+    if (only) {
+        params[n++] = DB_TEXT(only->tenant);
+        params[n++] = DB_TEXT(only->run_id);
+    }
+    if (after) {
+        params[n++] = DB_INT(after->ms);
+        params[n++] = DB_TEXT(after->id);
+        params[n++] = DB_TEXT(after->tenant);
+        params[n++] = DB_TEXT(after->run);
+    }
+    params[n++] = DB_INT(limit);
+    char sql[1024];
+    snprintf(sql, sizeof sql, "%s%s%s%s", OUTBOX_SELECT, only ? OUTBOX_RUN : "",
+             after ? OUTBOX_AFTER : "", OUTBOX_ORDER);
+    return lg_scan(s, sql, params, n, rows, err);
+}
+
+sp_store_rc sp_store_scan_outbox(sp_store *s, const sp_run_key *only, const char *cursor,
+                                 size_t limit, sp_due_page *out, sp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    due_cursor after;
+    json_t *owner = NULL;
+    sp_store_rc rc = cursor ? due_cursor_parse(cursor, &after, &owner, err) : SP_STORE_OK;
+    if (!rc && cursor && PHASES[after.phase].kind != SP_DUE_OUTBOX)
+        rc = lg_fail(err, SP_STORE_CONFLICT, "cursor.invalid", "not a scan_outbox cursor");
+    limit = lg_clamp_limit(limit);
+    sp_db_rows rows = {0};
+    size_t cap = 0;
+    if (!rc)
+        rc = outbox_query(s, only, cursor ? &after : NULL, limit + 1, &rows, err);
+    if (!rc)
+        rc = page_add(out, &cap, &rows, rows.nrows > limit ? limit : rows.nrows, SP_DUE_OUTBOX,
+                      err);
+    if (!rc && rows.nrows > limit)
+        rc = due_cursor_make(&out->items[out->n - 1], out, err);
+    if (rc)
+        sp_due_page_free(out);
+    sp_db_rows_free(&rows);
     json_decref(owner);
     return rc;
 }

@@ -268,13 +268,13 @@ static sp_store_rc insert_receipt(lg_mut *m, const lg_op *op, const char *reques
     return rc;
 }
 
-static void failpoint(const lg_op *op, const char *when)
+static void failpoint(sp_store *s, const lg_op *op, const char *when)
 {
     if (!op->failpoint)
         return;
     char name[96];
     snprintf(name, sizeof name, "store.%s.%s", op->failpoint, when);
-    sp_failpoint(name);
+    lg_failpoint(s, name, strcmp(when, "after-commit") == 0);
 }
 
 /* Receipt, failpoints, commit. The transaction is over when this returns. */
@@ -286,10 +286,10 @@ static sp_store_rc finish_applied(lg_mut *m, const lg_op *op, const char *reques
         lg_rollback(m->s);
         return rc;
     }
-    failpoint(op, "before-commit");
+    failpoint(m->s, op, "before-commit");
     rc = lg_commit(m->s, err);
     if (rc == SP_STORE_OK)
-        failpoint(op, "after-commit");
+        failpoint(m->s, op, "after-commit");
     return rc;
 }
 

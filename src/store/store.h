@@ -513,6 +513,11 @@ sp_store_rc sp_store_scan_ready(sp_store *s, const char *cursor, size_t limit, s
                                 sp_error *err);
 sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_due_page *out,
                               sp_error *err);
+/* The outbox items of scan_due alone (pending invocations due now in
+ * non-quarantined runs, same order and cursor), of run `only` when given:
+ * what dispatch reads, at most `limit` (its free slots) at a time. */
+sp_store_rc sp_store_scan_outbox(sp_store *s, const sp_run_key *only, const char *cursor,
+                                 size_t limit, sp_due_page *out, sp_error *err);
 /* A held attempt (engine.md §9): running with a holder handle. */
 typedef struct sp_held_item {
     sp_attempt_ref attempt;
@@ -563,6 +568,36 @@ sp_store_rc sp_store_get_blob(sp_store *s, const char *digest, void **bytes, siz
 /* A per-store secret shared by all workers of the store (created on first
  * use; 32 random bytes), for sealed handles (runners.md §5). */
 sp_store_rc sp_store_secret(sp_store *s, unsigned char out[32], sp_error *err);
+
+/* ---- group commit (step-path.md §2) ----
+ *
+ * The mutations this thread makes between sp_store_batch_begin and
+ * sp_store_batch_commit share one write transaction: one durable commit for
+ * all of them. Each request keeps its own semantics (receipt first,
+ * predicates, writes, receipt) in a savepoint: a request that fails leaves
+ * nothing, the others stay; its answer is final only once the batch commits.
+ * Reads made in the batch see the batch's writes. If the commit fails, none
+ * of the batch's requests happened (or, with unknown-commit, all may have:
+ * retry them identically). Other threads' store calls wait until the batch
+ * ends. A batch holds the write lock (SQLite) from begin to commit: keep it
+ * short. store.batch-open when this thread already holds one. */
+sp_store_rc sp_store_batch_begin(sp_store *s, sp_error *err);
+sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err);
+/* Roll the whole batch back (nothing of it happened). No-op without one. */
+void sp_store_batch_abort(sp_store *s);
+/* The calling thread holds a batch of `s`. */
+bool sp_store_in_batch(const sp_store *s);
+
+/* What this store handle has done since it was opened: durable commits
+ * (write transactions committed, a batch counting once) and statements
+ * sent (queries, BEGINs, COMMITs and savepoint statements; rollbacks not
+ * counted). For tests that count, and for benchmarks. */
+typedef struct sp_store_counters {
+    uint64_t commits;
+    uint64_t statements;
+} sp_store_counters;
+
+void sp_store_counters_get(sp_store *s, sp_store_counters *out);
 
 /* The adapters this build contains ("sqlite", ...), NULL-terminated. */
 const char *const *sp_store_adapters(void);

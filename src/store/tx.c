@@ -5,6 +5,11 @@
  * What it is for: one thin place where the operations reach the driver, so
  * that every driver error keeps its kind and stable code.
  *
+ * Inside a batch (batch.c) held by the calling thread, a request's write
+ * transaction is a savepoint of the batch's and a read runs in the batch's
+ * transaction, so a request keeps all its semantics but not its own flush.
+ * Counts statements and durable commits for sp_store_counters.
+ *
  * What it must never do: interpret rows, retry, or leave a transaction open
  * (a transaction started here ends with lg_commit or lg_rollback).
  */
@@ -54,19 +59,58 @@ void sp_db_rows_free(sp_db_rows *r)
     r->nrows = r->ncols = 0;
 }
 
+/* Inside a batch this thread holds, a request's transaction is a savepoint
+ * of the batch's transaction (a read needs none: it runs in the batch's). */
+static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
+{
+    atomic_fetch_add_explicit(&s->statements, mode == SP_DB_ONE ? 0 : 1, memory_order_relaxed);
+    if (!lg_in_batch(s))
+        return s->driver->begin(s->conn, mode, err);
+    bool write = mode == SP_DB_WRITE;
+    sp_store_rc rc = write ? lg_query(s, "SAVEPOINT spore_request", NULL, 0, NULL, NULL, err)
+                           : SP_STORE_OK;
+    if (rc == SP_STORE_OK)
+        s->batch.request_open = true, s->batch.request_write = write;
+    return rc;
+}
+
 sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err)
 {
-    return s->driver->begin(s->conn, write ? SP_DB_WRITE : SP_DB_READ, err);
+    return begin(s, write ? SP_DB_WRITE : SP_DB_READ, err);
 }
 
-sp_store_rc lg_begin_scan(sp_store *s, sp_error *err)
+sp_store_rc lg_begin_scan(sp_store *s, sp_error *err) { return begin(s, SP_DB_SCAN, err); }
+
+void lg_rollback(sp_store *s)
 {
-    return s->driver->begin(s->conn, SP_DB_SCAN, err);
+    if (!lg_in_batch(s)) {
+        s->driver->rollback(s->conn);
+        return;
+    }
+    if (s->batch.request_open && s->batch.request_write) {
+        sp_error ignored = {0}; /* a failed rollback fails the batch's commit */
+        lg_query(s, "ROLLBACK TO SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
+        lg_query(s, "RELEASE SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
+        sp_error_clear(&ignored);
+    }
+    s->batch.request_open = false;
 }
 
-void lg_rollback(sp_store *s) { s->driver->rollback(s->conn); }
-
-sp_store_rc lg_commit(sp_store *s, sp_error *err) { return s->driver->commit(s->conn, err); }
+sp_store_rc lg_commit(sp_store *s, sp_error *err)
+{
+    if (!lg_in_batch(s)) {
+        atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->commits, 1, memory_order_relaxed);
+        return s->driver->commit(s->conn, err);
+    }
+    sp_store_rc rc = SP_STORE_OK;
+    if (s->batch.request_write) {
+        rc = lg_query(s, "RELEASE SAVEPOINT spore_request", NULL, 0, NULL, NULL, err);
+        s->batch.requests += rc == SP_STORE_OK;
+    }
+    s->batch.request_open = false;
+    return rc;
+}
 
 uint64_t lg_now(sp_store *s)
 {
@@ -79,6 +123,7 @@ sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size
 {
     if (out)
         *out = (sp_db_rows){0};
+    atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
     return s->driver->query(s->conn, sql, params, nparams, out, changes, err);
 }
 
@@ -93,16 +138,27 @@ sp_store_rc lg_write1(sp_store *s, const char *sql, const sp_db_val *params, siz
     return rc;
 }
 
+/* One statement on its own: in a batch, inside the batch's transaction;
+ * otherwise in the statement's implicit transaction (no BEGIN...ROLLBACK). */
+static sp_store_rc one_statement(sp_store *s, const char *sql, const sp_db_val *params,
+                                 size_t nparams, sp_db_rows *out, sp_error *err)
+{
+    sp_store_rc rc = begin(s, SP_DB_ONE, err);
+    if (rc)
+        return rc;
+    rc = lg_query(s, sql, params, nparams, out, NULL, err);
+    if (lg_in_batch(s))
+        s->batch.request_open = false;
+    else
+        s->driver->rollback(s->conn); /* ends nothing: releases the connection */
+    return rc;
+}
+
 sp_store_rc lg_read(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
                     sp_db_rows *out, sp_error *err)
 {
     *out = (sp_db_rows){0};
-    sp_store_rc rc = lg_begin(s, false, err);
-    if (rc)
-        return rc;
-    rc = lg_query(s, sql, params, nparams, out, NULL, err);
-    lg_rollback(s);
-    return rc;
+    return one_statement(s, sql, params, nparams, out, err);
 }
 
 sp_store_rc lg_scan(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
@@ -113,12 +169,7 @@ sp_store_rc lg_scan(sp_store *s, const char *sql, const sp_db_val *params, size_
     if ((size_t)snprintf(text, sizeof text, "%s%s", sql, s->driver->dialect.skip_locked) >=
         sizeof text)
         return lg_fail(err, SP_STORE_INCOMPATIBLE, "store.sql", "a scan statement is too long");
-    sp_store_rc rc = lg_begin_scan(s, err);
-    if (rc)
-        return rc;
-    rc = lg_query(s, text, params, nparams, out, NULL, err);
-    lg_rollback(s);
-    return rc;
+    return one_statement(s, text, params, nparams, out, err);
 }
 
 void lg_copy(char *dst, size_t cap, const sp_db_rows *r, size_t row, size_t col)

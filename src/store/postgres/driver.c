@@ -456,6 +456,8 @@ static const char *begin_sql(sp_db_tx mode)
     switch (mode) {
     case SP_DB_READ:
         return "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    case SP_DB_ONE: /* one statement: its own implicit transaction */
+        return NULL;
     case SP_DB_WRITE:
     case SP_DB_SCAN:
         break;
@@ -469,7 +471,7 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
     pthread_mutex_lock(&c->mu);
     sp_store_rc rc = PQstatus(c->db) == CONNECTION_OK ? SP_STORE_OK : reconnect(c, err);
     PGresult *res = NULL;
-    if (rc == SP_STORE_OK && !exec_ok(c, begin_sql(mode), &res)) {
+    if (rc == SP_STORE_OK && begin_sql(mode) && !exec_ok(c, begin_sql(mode), &res)) {
         /* The server may have gone away since the last request: nothing has
          * happened in this transaction yet, so one fresh connection is safe. */
         bool retry = PQstatus(c->db) == CONNECTION_BAD;

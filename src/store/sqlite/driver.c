@@ -227,6 +227,8 @@ static sp_store_rc sq_begin(void *conn, sp_db_tx mode, sp_error *err)
     sq_conn *c = conn;
     bool write = mode == SP_DB_WRITE; /* a scan is a plain read: SQLite has no row locks */
     pthread_mutex_lock(&c->mu);
+    if (mode == SP_DB_ONE) /* one statement: SQLite's autocommit read */
+        return SP_STORE_OK;
     int rc = exec_cached(c, write ? "BEGIN IMMEDIATE" : "BEGIN");
     if (rc == SQLITE_OK)
         return SP_STORE_OK;

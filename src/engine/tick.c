@@ -1,0 +1,358 @@
+/*
+ * tick.c - the engine's loop (engine.md §3, step-path.md): one pass runs
+ * the sweep and the held attempts on their own timer, then - in ONE store
+ * batch, so one durable commit for all of it - renews due leases, reports
+ * every settled attempt, runs the kernel on every run with a pending event
+ * and claims due invocations up to the free slots. Claims start on the pool
+ * only after the batch committed; failpoints of durable steps fire then.
+ * Also tick(), serve(), waiting, and the graceful shutdown.
+ *
+ * Must never dispatch after shutdown began, start an attempt whose claim is
+ * not durable, report a batch's failpoints before its commit, or keep the
+ * batch open across a wait.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/failpoint.h"
+#include "engine/internal.h"
+
+/* A settled attempt waits at most this long for others still running to
+ * settle too, so that their reports share one commit (group commit). */
+#define GROUP_WAIT_US 1000u
+
+/* ---- what the open batch carries out after its commit ---- */
+
+void engine_failpoint_durable(sp_engine *e, const char *name)
+{
+    if (!sp_store_in_batch(e->store)) {
+        sp_failpoint(name);
+        return;
+    }
+    if (e->ndeferred == e->deferred_cap) {
+        size_t cap = e->deferred_cap ? e->deferred_cap * 2 : 8;
+        char **d = realloc(e->deferred, cap * sizeof *d);
+        if (!d)
+            return; /* out of memory: a test-only point is lost, nothing else */
+        e->deferred = d;
+        e->deferred_cap = cap;
+    }
+    if ((e->deferred[e->ndeferred] = strdup(name)))
+        e->ndeferred++;
+}
+
+int engine_claim_made(sp_engine *e, sp_claim *claim, const char *package_digest, sp_error *err)
+{
+    if (e->nclaims == e->claims_cap) {
+        size_t cap = e->claims_cap ? e->claims_cap * 2 : 8;
+        sp_claim *c = realloc(e->claims, cap * sizeof *c);
+        if (c)
+            e->claims = c;
+        char(*p)[SP_DIGEST_TEXT_LEN + 1] = c ? realloc(e->claim_packages, cap * sizeof *p) : NULL;
+        if (p)
+            e->claim_packages = p;
+        if (!c || !p) {
+            sp_claim_free(claim);
+            return sp_oom(err);
+        }
+        e->claims_cap = cap;
+    }
+    e->claims[e->nclaims] = *claim;
+    memset(claim, 0, sizeof *claim);
+    snprintf(e->claim_packages[e->nclaims], sizeof e->claim_packages[0], "%s", package_digest);
+    e->nclaims++;
+    return 0;
+}
+
+uint32_t engine_claims_pending(sp_engine *e) { return (uint32_t)e->nclaims; }
+
+/* After the batch: fire its failpoints and start its claims (committed), or
+ * forget both (nothing of it happened). */
+static void batch_after(sp_engine *e, bool committed, sp_error *err)
+{
+    for (size_t i = 0; i < e->ndeferred; i++) {
+        if (committed)
+            sp_failpoint(e->deferred[i]);
+        free(e->deferred[i]);
+    }
+    e->ndeferred = 0;
+    for (size_t i = 0; i < e->nclaims; i++) {
+        if (!committed) {
+            sp_claim_free(&e->claims[i]);
+            continue;
+        }
+        sp_error start_err = {0};
+        if (engine_attempt_start(e, &e->claims[i], e->claim_packages[i], &start_err) &&
+            !err->code[0])
+            sp_error_move(err, &start_err); /* its lease decides */
+        sp_error_clear(&start_err);
+    }
+    e->nclaims = 0;
+}
+
+void engine_tick_free(sp_engine *e)
+{
+    batch_after(e, false, &(sp_error){0});
+    free(e->deferred);
+    free(e->claims);
+    free(e->claim_packages);
+}
+
+/* ---- one pass ---- */
+
+static uint64_t sweep_every_ms(const sp_engine *e)
+{
+    uint64_t quarter = e->cfg.lease_ms / 4;
+    uint64_t every = e->cfg.poll_ms < quarter ? e->cfg.poll_ms : quarter;
+    return every ? every : 1;
+}
+
+/* Leases, deadlines, dead owners, held attempts: on their own timer. */
+static int sweep_when_due(sp_engine *e, sp_tick_stats *stats, sp_error *err)
+{
+    uint64_t now = engine_mono_ms();
+    if (now < e->next_sweep_ms)
+        return 0;
+    if (engine_sweep(e, stats, err) || engine_held_tick(e, stats, err))
+        return -1;
+    e->next_sweep_ms = now + sweep_every_ms(e);
+    return 0;
+}
+
+/* The batch's work; -1 for an error that is not a failed batch. */
+static int batch_work(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
+                      bool shutting_down, sp_error *err)
+{
+    engine_attempts_heartbeat(e);
+    engine_attempts_report(e);
+    if (engine_coordinate(e, stats, only, err))
+        return -1;
+    if (!shutting_down && engine_dispatch(e, stats, only, err))
+        return -1;
+    return 0;
+}
+
+/* Nothing of a batch that did not commit happened: its counts go too. */
+static void batch_lost(sp_tick_stats *stats)
+{
+    uint32_t settled = stats->settled, expired = stats->expired;
+    memset(stats, 0, sizeof *stats);
+    stats->settled = settled;
+    stats->expired = expired;
+    stats->store_unavailable = true;
+}
+
+static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
+                     bool shutting_down, sp_error *err)
+{
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_batch_begin(e->store, err));
+    if (rc != SP_STORE_OK) {
+        stats->store_unavailable = sp_store_rc_transient(rc);
+        return -1;
+    }
+    e->batch_failed = false;
+    int work = batch_work(e, stats, only, shutting_down, err);
+    bool failed = e->batch_failed || (work && stats->store_unavailable);
+    if (failed) {
+        sp_store_batch_abort(e->store);
+    } else {
+        sp_error commit_err = {0};
+        rc = sp_store_batch_commit(e->store, &commit_err);
+        engine_fault_noted(e, true, "sp_store_batch_commit", rc, &commit_err);
+        failed = rc != SP_STORE_OK;
+        if (failed && !err->code[0])
+            sp_error_move(err, &commit_err);
+        sp_error_clear(&commit_err);
+    }
+    engine_attempts_reported(e, !failed);
+    batch_after(e, !failed, err);
+    if (failed) {
+        batch_lost(stats);
+        return -1;
+    }
+    return work;
+}
+
+int engine_pass(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err)
+{
+    memset(stats, 0, sizeof *stats);
+    engine_attempts_reap(e, false);
+    pthread_mutex_lock(&e->mu);
+    stats->settled = e->settled;
+    e->settled = 0;
+    e->wake = false;
+    bool shutting_down = e->shutting_down;
+    pthread_mutex_unlock(&e->mu);
+    if (sweep_when_due(e, stats, err) || run_batch(e, stats, only, shutting_down, err))
+        return stats->store_unavailable ? 0 : -1;
+    return 0;
+}
+
+int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
+{
+    return engine_pass(e, stats, NULL, err);
+}
+
+bool sp_tick_idle(const sp_tick_stats *s)
+{
+    return !s->applied && !s->duplicate && !s->diverged && !s->quarantined && !s->expired &&
+           !s->claimed && !s->settled;
+}
+
+/* ---- waiting ---- */
+
+void engine_wake(sp_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->wake = true;
+    pthread_cond_broadcast(&e->settled_cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static struct timespec deadline_in_us(uint64_t us)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + us * 1000u;
+    ts.tv_sec += (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    return ts;
+}
+
+/* Under e->mu: the tick has something to do now. */
+static bool wanted(const sp_engine *e) { return e->settled > 0 || e->wake; }
+
+/* Wait until an attempt settles, the tick is woken, the timeout passes (at
+ * most until the next heartbeat is due), or an interrupt. */
+void engine_wait(sp_engine *e, uint64_t timeout_ms)
+{
+    uint64_t beat = engine_attempts_next_beat_in(e);
+    if (beat < timeout_ms)
+        timeout_ms = beat;
+    uint64_t step = timeout_ms < 50 ? timeout_ms : 50;
+    uint64_t waited = 0;
+    while (waited < timeout_ms && !engine_interrupted(e)) {
+        pthread_mutex_lock(&e->mu);
+        bool now = wanted(e);
+        if (!now) {
+            struct timespec ts = deadline_in_us(step * 1000u);
+            pthread_cond_timedwait(&e->settled_cv, &e->mu, &ts);
+            now = wanted(e);
+        }
+        pthread_mutex_unlock(&e->mu);
+        if (now)
+            return;
+        waited += step;
+    }
+}
+
+/* Group commit: when some attempts settled while others still run, give the
+ * others up to GROUP_WAIT_US to settle too. */
+static void group_wait(sp_engine *e)
+{
+    struct timespec until = deadline_in_us(GROUP_WAIT_US);
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        uint32_t running = 0;
+        for (inflight *a = e->inflight; a; a = a->next)
+            running += a->state == ATTEMPT_QUEUED || a->state == ATTEMPT_RUNNING;
+        if (!running || !e->settled || e->nclaims)
+            break;
+        if (pthread_cond_timedwait(&e->settled_cv, &e->mu, &until) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+void engine_group_wait(sp_engine *e) { group_wait(e); }
+
+/* ---- shutdown ---- */
+
+static uint32_t in_flight(sp_engine *e)
+{
+    engine_attempts_reap(e, false);
+    return engine_attempts_held(e);
+}
+
+/* One batch that only renews leases and reports what settled. */
+static void settle_only(sp_engine *e)
+{
+    sp_error err = {0};
+    if (sp_store_batch_begin(e->store, &err) == SP_STORE_OK) {
+        e->batch_failed = false;
+        engine_attempts_heartbeat(e);
+        engine_attempts_report(e);
+        bool ok = false;
+        if (e->batch_failed)
+            sp_store_batch_abort(e->store);
+        else
+            ok = sp_store_batch_commit(e->store, &err) == SP_STORE_OK;
+        engine_attempts_reported(e, ok);
+        batch_after(e, ok, &err);
+    }
+    sp_error_clear(&err);
+}
+
+/* Wait up to `ms` for in-flight attempts to end, reporting what settles. */
+static void drain(sp_engine *e, uint64_t ms)
+{
+    uint64_t start = engine_mono_ms();
+    while (in_flight(e) > 0 && engine_mono_ms() - start < ms) {
+        settle_only(e);
+        if (in_flight(e) > 0)
+            engine_wait(e, 20);
+    }
+}
+
+void sp_engine_shutdown(sp_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool already = e->shutting_down;
+    e->shutting_down = true;
+    pthread_mutex_unlock(&e->mu);
+    if (already)
+        return;
+    engine_held_stop_watches(e); /* watches end at once; stops may finish */
+    drain(e, e->cfg.shutdown_grace_ms);
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a; a = a->next)
+        sp_stop_fire(&a->stop);
+    pthread_mutex_unlock(&e->mu);
+    drain(e, e->cfg.shutdown_grace_ms);
+    pthread_mutex_lock(&e->mu);
+    e->abandon = true; /* still running: left to lease expiry */
+    pthread_mutex_unlock(&e->mu);
+}
+
+int sp_engine_serve(sp_engine *e, sp_error *err)
+{
+    uint64_t begun = engine_mono_ms(), turns = 0, claimed = 0;
+    unsigned failed_ticks = 0;
+    engine_fault_serving(e, true);
+    while (!engine_interrupted(e)) {
+        sp_tick_stats stats;
+        group_wait(e);
+        if (sp_engine_tick(e, &stats, err)) {
+            engine_fault_serving(e, false);
+            return -1;
+        }
+        turns += stats.applied;
+        claimed += stats.claimed;
+        if (e->cfg.serve_progress)
+            e->cfg.serve_progress(e->cfg.serve_progress_ctx, in_flight(e), turns, claimed,
+                                  engine_mono_ms() - begun);
+        uint64_t backoff = engine_fault_pass(e, stats.store_unavailable, &failed_ticks, err);
+        if (backoff || sp_tick_idle(&stats))
+            engine_wait(e, backoff ? backoff : e->cfg.poll_ms);
+    }
+    engine_fault_serving(e, false);
+    sp_engine_shutdown(e);
+    sp_tick_stats stats;
+    sp_error ignored = {0};
+    engine_coordinate(e, &stats, NULL, &ignored); /* leave statuses current */
+    sp_error_clear(&ignored);
+    return 0;
+}

@@ -1,0 +1,123 @@
+/*
+ * batch.c - group commit (step-path.md §2): the mutations one thread makes
+ * between sp_store_batch_begin and sp_store_batch_commit share one write
+ * transaction, so they cost one durable commit (one flush) together. Each
+ * request keeps every rule of store.md §2 - receipt first, predicates,
+ * writes, its receipt - inside its own savepoint (tx.c): a request that
+ * fails leaves nothing and the others stay. Also the store's counters.
+ *
+ * Failpoints: a request's store.<op>.before-commit and .after-commit points
+ * fire when the batch commits - before and after its COMMIT - so a crash at
+ * "after-commit" still means "this request is durable".
+ *
+ * What it must never do: let another thread's request into the batch (the
+ * batch belongs to the thread that began it; other threads wait for the
+ * connection as for any transaction), report a request as durable before
+ * the batch's COMMIT succeeded, or keep a batch open after commit/abort.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/failpoint.h"
+#include "store/logic.h"
+
+/* The store whose batch this thread holds, if any. */
+static _Thread_local sp_store *held_batch;
+
+bool lg_in_batch(const sp_store *s) { return s && held_batch == s; }
+
+static void names_clear(sp_db_names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    *l = (sp_db_names){0};
+}
+
+static void names_add(sp_db_names *l, const char *name)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **names = realloc(l->names, cap * sizeof *names);
+        if (!names)
+            return; /* out of memory: a test-only point is lost, nothing else */
+        l->names = names;
+        l->cap = cap;
+    }
+    char *copy = strdup(name);
+    if (copy)
+        l->names[l->n++] = copy;
+}
+
+static void names_fire(const sp_db_names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        sp_failpoint(l->names[i]);
+}
+
+void lg_failpoint(sp_store *s, const char *name, bool after_commit)
+{
+    if (!lg_in_batch(s)) {
+        sp_failpoint(name);
+        return;
+    }
+    names_add(after_commit ? &s->batch.after_commit : &s->batch.before_commit, name);
+}
+
+static void batch_end(sp_store *s)
+{
+    held_batch = NULL;
+    names_clear(&s->batch.before_commit);
+    names_clear(&s->batch.after_commit);
+    s->batch = (sp_db_batch){0};
+}
+
+sp_store_rc sp_store_batch_begin(sp_store *s, sp_error *err)
+{
+    if (held_batch)
+        return lg_fail(err, SP_STORE_CONFLICT, "store.batch-open",
+                       "this thread already holds a batch");
+    atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
+    sp_store_rc rc = s->driver->begin(s->conn, SP_DB_WRITE, err);
+    if (rc == SP_STORE_OK) {
+        s->batch = (sp_db_batch){0};
+        held_batch = s;
+    }
+    return rc;
+}
+
+sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err)
+{
+    if (!lg_in_batch(s))
+        return lg_fail(err, SP_STORE_CONFLICT, "store.batch-closed", "no batch is open");
+    sp_db_names after = s->batch.after_commit;
+    s->batch.after_commit = (sp_db_names){0};
+    size_t requests = s->batch.requests;
+    names_fire(&s->batch.before_commit);
+    held_batch = NULL; /* the COMMIT is the batch's own, not a request's */
+    atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->commits, requests ? 1 : 0, memory_order_relaxed);
+    sp_store_rc rc = s->driver->commit(s->conn, err);
+    batch_end(s);
+    if (rc == SP_STORE_OK)
+        names_fire(&after);
+    names_clear(&after);
+    return rc;
+}
+
+void sp_store_batch_abort(sp_store *s)
+{
+    if (!lg_in_batch(s))
+        return;
+    held_batch = NULL;
+    s->driver->rollback(s->conn);
+    batch_end(s);
+}
+
+bool sp_store_in_batch(const sp_store *s) { return lg_in_batch(s); }
+
+void sp_store_counters_get(sp_store *s, sp_store_counters *out)
+{
+    out->commits = atomic_load_explicit(&s->commits, memory_order_relaxed);
+    out->statements = atomic_load_explicit(&s->statements, memory_order_relaxed);
+}
