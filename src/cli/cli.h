@@ -56,7 +56,7 @@ typedef struct cli {
     bool json;
     bool help;
     const char *db;
-    const char *lease_ms, *heartbeat_ms, *poll_ms, *grace_ms;
+    const char *lease_ms, *heartbeat_ms, *poll_ms, *grace_ms, *concurrency;
     const char *store_retry_ms; /* run: how long a failing store is retried */
     bool allow_shared_store;    /* open a store that other users can read */
     cli_store_use store_use;    /* set by the command */

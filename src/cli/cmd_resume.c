@@ -11,7 +11,7 @@
 
 static const char HELP[] =
     "usage: spore resume <runId> [--db <path>] [--json] [--lease-ms N] [--heartbeat-ms N]\n"
-    "                    [--poll-ms N] [--grace-ms N] [--store-retry-ms N]\n"
+    "                    [--poll-ms N] [--grace-ms N] [--store-retry-ms N] [--concurrency N]\n"
     "\n"
     "Works on an existing run until it is terminal or parked, exactly like\n"
     "`spore run` with the run's start key, but without the workflow file: the\n"

@@ -24,7 +24,7 @@ static const char START_HELP[] =
 static const char RUN_HELP[] =
     "usage: spore run <workflow.json> [--input <json> | --input-file <path>] [--key <key>]\n"
     "                 [--db <path>] [--json] [--lease-ms N] [--heartbeat-ms N] [--poll-ms N]\n"
-    "                 [--grace-ms N] [--store-retry-ms N]\n"
+    "                 [--grace-ms N] [--store-retry-ms N] [--concurrency N]\n"
     "\n"
     "Starts (or, with an existing --key, resumes) a run and works on it until it is\n"
     "terminal or parked. Kill it at any moment and run it again: completed steps\n"

@@ -12,7 +12,7 @@
 static const char HELP[] =
     "usage: spore worker [--run <runId> --until-parked] [--db <path>] [--json]\n"
     "                    [--lease-ms N] [--heartbeat-ms N] [--poll-ms N] [--grace-ms N]\n"
-    "                    [--store-retry-ms N]\n"
+    "                    [--store-retry-ms N] [--concurrency N]\n"
     "\n"
     "Without flags: works on every run of the database until SIGINT/SIGTERM, then\n"
     "stops claiming, lets in-flight steps finish within the grace period and exits\n"

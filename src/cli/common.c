@@ -24,7 +24,7 @@ static const cli_option *find_option(const cli_option *opts, const char *name)
     return NULL;
 }
 
-enum { NGLOBALS = 11 };
+enum { NGLOBALS = 12 };
 
 /* The global options (cli.md §1), bound to the fields of `c`. */
 static void global_options(cli *c, cli_option out[NGLOBALS])
@@ -39,6 +39,7 @@ static void global_options(cli *c, cli_option out[NGLOBALS])
         {"--poll-ms", true, &c->poll_ms, NULL},
         {"--grace-ms", true, &c->grace_ms, NULL},
         {"--store-retry-ms", true, &c->store_retry_ms, NULL},
+        {"--concurrency", true, &c->concurrency, NULL},
         {"--allow-shared-store", false, NULL, &c->allow_shared_store},
         {NULL, false, NULL, NULL},
     };

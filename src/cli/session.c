@@ -31,6 +31,20 @@ void cli_catch_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* --concurrency: 1 .. SP_ENGINE_CONCURRENCY_MAX steps at once. */
+static int parse_concurrency(const char *text, uint32_t *out, sp_error *err)
+{
+    if (!text)
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (!*text || *end || text[0] == '-' || v == 0 || v > SP_ENGINE_CONCURRENCY_MAX)
+        return sp_fail(err, CLI_INVALID_VALUE, "--concurrency takes a number of steps from 1 to %u",
+                       SP_ENGINE_CONCURRENCY_MAX);
+    *out = (uint32_t)v;
+    return 0;
+}
+
 int cli_parse_ms(const char *text, const char *name, uint64_t *out, sp_error *err)
 {
     if (!text)
@@ -115,23 +129,31 @@ static bool lock_dir_usable(const char *dir)
     return lstat(dir, &st) != 0 || st.st_uid == geteuid();
 }
 
-static int engine_config(session *s, sp_engine_config *cfg, sp_error *err)
+/* The tuning options, checked before the store is opened (a refused value
+ * creates nothing). */
+static int tuning(const cli *c, sp_engine_config *cfg, sp_error *err)
 {
     *cfg = sp_engine_defaults();
-    cli *c = s->c;
     if (cli_parse_ms(c->lease_ms, "--lease-ms", &cfg->lease_ms, err) ||
         cli_parse_ms(c->heartbeat_ms, "--heartbeat-ms", &cfg->heartbeat_ms, err) ||
         cli_parse_ms(c->poll_ms, "--poll-ms", &cfg->poll_ms, err) ||
         cli_parse_ms(c->grace_ms, "--grace-ms", &cfg->shutdown_grace_ms, err) ||
-        cli_parse_ms(c->store_retry_ms, "--store-retry-ms", &cfg->store_retry_ms, err))
+        cli_parse_ms(c->store_retry_ms, "--store-retry-ms", &cfg->store_retry_ms, err) ||
+        parse_concurrency(c->concurrency, &cfg->max_concurrent_activities, err))
         return -1;
+    return 0;
+}
+
+/* What the engine gets from the opened store: its lock directory. */
+static void engine_config(session *s, sp_engine_config *cfg)
+{
+    cli *c = s->c;
     if (runs_steps(c) && sp_engine_lock_dir(s->store, s->lock_dir, sizeof s->lock_dir) == 0 &&
         lock_dir_usable(s->lock_dir))
         cfg->lock_dir = s->lock_dir;
     cfg->interrupt = &cli_interrupted;
     cfg->store_fault = print_store_fault;
     cfg->store_fault_ctx = c;
-    return 0;
 }
 
 int session_open(session *s, cli *c)
@@ -142,6 +164,8 @@ int session_open(session *s, cli *c)
     snprintf(s->db, sizeof s->db, "%s", db && *db ? db : "spore.db");
     sp_error err = {0};
     sp_engine_config cfg;
+    if (tuning(c, &cfg, &err))
+        return cli_error(c, EXIT_USAGE, &err);
     sp_store_open_opts opts = {
         .mode = c->store_use == CLI_STORE_RUNS ? SP_STORE_OPEN_OR_CREATE : SP_STORE_OPEN_EXISTING,
         .allow_shared = c->allow_shared_store,
@@ -150,10 +174,7 @@ int session_open(session *s, cli *c)
     s->store = sp_store_open_with(s->db, &opts, &err);
     if (!s->store)
         return session_fail(s, &err);
-    if (engine_config(s, &cfg, &err)) {
-        session_close(s);
-        return cli_error(c, EXIT_USAGE, &err);
-    }
+    engine_config(s, &cfg);
     s->engine = sp_engine_new(s->store, &cfg, &err);
     if (!s->engine) {
         int code = session_fail(s, &err);

@@ -449,7 +449,7 @@ uint32_t engine_attempts_held(sp_engine *e)
     pthread_mutex_lock(&e->mu);
     uint32_t n = 0;
     for (inflight *a = e->inflight; a; a = a->next)
-        n += a->state != ATTEMPT_DONE;
+        n += a->state != ATTEMPT_DONE && a->state != ATTEMPT_REPORTING;
     pthread_mutex_unlock(&e->mu);
     return n;
 }

@@ -155,12 +155,16 @@ static int coordinate_run(sp_engine *e, const sp_run_key *key, sp_tick_stats *st
         if (!found)
             return 0;
         turn_result r = one_turn(e, &t, stats, err);
+        /* no later event was pending when the turn was read: none to load
+         * (one accepted since is the next pass's, as it would be anyway) */
+        bool last = t.event.sequence + 1 >= t.next_sequence;
         sp_turn_free(&t);
         if (r == TURN_ERROR)
             return -1;
-        if (r == TURN_STOP)
+        if (r == TURN_STOP || last)
             return 0;
     }
+    stats->more = true; /* turns_per_run reached: the run may have more */
     return 0;
 }
 
@@ -179,6 +183,7 @@ int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only
     int result = 0;
     for (size_t i = 0; i < page.n && result == 0; i++)
         result = coordinate_run(e, &page.keys[i], stats, err);
+    stats->more |= page.next_cursor != NULL;
     sp_key_page_free(&page);
     return result;
 }

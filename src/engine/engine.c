@@ -114,6 +114,8 @@ sp_engine *sp_engine_new(sp_store *store, const sp_engine_config *config, sp_err
     if (!e->cfg.poll_ms) e->cfg.poll_ms = d.poll_ms;
     if (!e->cfg.max_concurrent_activities)
         e->cfg.max_concurrent_activities = d.max_concurrent_activities;
+    if (e->cfg.max_concurrent_activities > SP_ENGINE_CONCURRENCY_MAX)
+        e->cfg.max_concurrent_activities = SP_ENGINE_CONCURRENCY_MAX;
     if (!e->cfg.turns_per_run) e->cfg.turns_per_run = d.turns_per_run;
     if (!e->cfg.limits.microsteps) e->cfg.limits = d.limits;
     if (!e->cfg.store_retry_ms) e->cfg.store_retry_ms = d.store_retry_ms;

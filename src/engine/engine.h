@@ -45,6 +45,9 @@ typedef struct sp_engine_fault {
     uint64_t give_up_after_ms; /* the bound; 0: never (serve) */
 } sp_engine_fault;
 
+/* The most steps one engine runs at once (its attempt pool's threads). */
+#define SP_ENGINE_CONCURRENCY_MAX 1024u
+
 typedef struct sp_engine_config {
     const char *tenant;    /* default "default" */
     const char *worker_id; /* default worker-<pid hex>-<nanos hex>-<counter> */
@@ -52,7 +55,7 @@ typedef struct sp_engine_config {
     uint64_t heartbeat_ms; /* 3000 */
     uint64_t poll_ms;      /* 200 */
     uint64_t shutdown_grace_ms;         /* 10000 */
-    uint32_t max_concurrent_activities; /* 4 */
+    uint32_t max_concurrent_activities; /* 16: steps at once (--concurrency) */
     uint32_t turns_per_run;             /* 32 */
     sp_kernel_limits limits;            /* frozen default budget */
     const char *base_dir;               /* default: current directory */
@@ -98,6 +101,7 @@ typedef struct sp_tick_stats {
     uint32_t claimed;                                   /* dispatch */
     uint32_t settled; /* attempts that ended since the last tick */
     bool store_unavailable;
+    bool more; /* the pass left work it could do now (a full page of ready runs) */
 } sp_tick_stats;
 
 /* One bounded pass. Store `unavailable` counts as idle (stats flag set).
@@ -106,6 +110,12 @@ int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err);
 
 /* True when the last tick did nothing and no attempt settled since. */
 bool sp_tick_idle(const sp_tick_stats *s);
+
+/* Whether a loop should tick again at once (the tick left work undone),
+ * rather than wait for an attempt to settle or the poll interval: what a
+ * tick claims is reported by a later tick, so after a busy tick there is
+ * usually nothing to do until something settles. */
+bool sp_tick_again(const sp_tick_stats *s);
 
 /* Repeat tick() until the interrupt flag is set, then shut down
  * gracefully. Returns 0 (interrupted after a graceful shutdown). A failing

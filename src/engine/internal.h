@@ -285,7 +285,8 @@ uint64_t engine_attempts_next_beat_in(sp_engine *e);
 void engine_attempts_reap(sp_engine *e, bool wait_all);
 bool engine_run_in_flight(sp_engine *e, const sp_run_key *key);
 bool engine_invocation_in_flight(sp_engine *e, const sp_run_key *key, const char *invocation_id);
-/* Attempts this engine holds (queued, running or not yet reported). */
+/* Attempts that take a slot here: queued, running, or settled and not yet
+ * reported (one reported in the open batch frees its slot). */
 uint32_t engine_attempts_held(sp_engine *e);
 
 /* pool.c: the fixed attempt pool (max_concurrent_activities threads, made

@@ -133,7 +133,7 @@ int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *par
             return -1;
         if (backoff)
             engine_wait(e, backoff < left_ms ? backoff : left_ms);
-        else if (sp_tick_idle(&stats))
+        else if (!sp_tick_again(&stats))
             engine_wait(e, e->cfg.poll_ms);
     }
 }

@@ -40,7 +40,10 @@ static void *pool_main(void *arg)
 /* Under e->mu: one more thread when none is idle and the pool may grow. */
 static int grow(sp_engine *e, sp_error *err)
 {
-    if (e->pool_idle > 0 || e->npool >= e->cfg.max_concurrent_activities)
+    uint32_t queued = 0;
+    for (const inflight *a = e->queue; a; a = a->queue_next)
+        queued++;
+    if (e->pool_idle > queued || e->npool >= e->cfg.max_concurrent_activities)
         return 0;
     if (!e->pool) {
         e->pool = calloc(e->cfg.max_concurrent_activities, sizeof *e->pool);

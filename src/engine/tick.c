@@ -202,6 +202,8 @@ bool sp_tick_idle(const sp_tick_stats *s)
            !s->claimed && !s->settled;
 }
 
+bool sp_tick_again(const sp_tick_stats *s) { return s->more && !s->store_unavailable; }
+
 /* ---- waiting ---- */
 
 void engine_wake(sp_engine *e)
@@ -345,7 +347,7 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
             e->cfg.serve_progress(e->cfg.serve_progress_ctx, in_flight(e), turns, claimed,
                                   engine_mono_ms() - begun);
         uint64_t backoff = engine_fault_pass(e, stats.store_unavailable, &failed_ticks, err);
-        if (backoff || sp_tick_idle(&stats))
+        if (backoff || !sp_tick_again(&stats))
             engine_wait(e, backoff ? backoff : e->cfg.poll_ms);
     }
     engine_fault_serving(e, false);

@@ -1,7 +1,9 @@
 /*
  * batch.c - group commit (step-path.md §2): the mutations one thread makes
  * between sp_store_batch_begin and sp_store_batch_commit share one write
- * transaction, so they cost one durable commit (one flush) together. Each
+ * transaction, so they cost one durable commit (one flush) together. The
+ * transaction begins at the batch's first write: a batch that only reads
+ * never takes the write lock. Each
  * request keeps every rule of store.md §2 - receipt first, predicates,
  * writes, its receipt - inside its own savepoint (tx.c): a request that
  * fails leaves nothing and the others stay. Also the store's counters.
@@ -77,12 +79,18 @@ sp_store_rc sp_store_batch_begin(sp_store *s, sp_error *err)
     if (held_batch)
         return lg_fail(err, SP_STORE_CONFLICT, "store.batch-open",
                        "this thread already holds a batch");
+    s->batch = (sp_db_batch){0};
+    held_batch = s;
+    return SP_STORE_OK;
+}
+
+sp_store_rc lg_batch_open(sp_store *s, sp_error *err)
+{
+    if (s->batch.open)
+        return SP_STORE_OK;
     atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
     sp_store_rc rc = s->driver->begin(s->conn, SP_DB_WRITE, err);
-    if (rc == SP_STORE_OK) {
-        s->batch = (sp_db_batch){0};
-        held_batch = s;
-    }
+    s->batch.open = rc == SP_STORE_OK;
     return rc;
 }
 
@@ -90,6 +98,10 @@ sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err)
 {
     if (!lg_in_batch(s))
         return lg_fail(err, SP_STORE_CONFLICT, "store.batch-closed", "no batch is open");
+    if (!s->batch.open) { /* nothing was written */
+        batch_end(s);
+        return SP_STORE_OK;
+    }
     sp_db_names after = s->batch.after_commit;
     s->batch.after_commit = (sp_db_names){0};
     size_t requests = s->batch.requests;
@@ -110,7 +122,8 @@ void sp_store_batch_abort(sp_store *s)
     if (!lg_in_batch(s))
         return;
     held_batch = NULL;
-    s->driver->rollback(s->conn);
+    if (s->batch.open)
+        s->driver->rollback(s->conn);
     batch_end(s);
 }
 

@@ -127,6 +127,8 @@ typedef struct sp_db_names {
 /* A batch in progress (batch.c): one write transaction that the requests of
  * one thread share, each inside its own savepoint. */
 typedef struct sp_db_batch {
+    bool open;          /* its transaction has begun (at the first write) */
+    bool request_alone; /* the open request runs outside it (a read before any write) */
     bool request_open;  /* a request's savepoint (or read) is open */
     bool request_write; /* ... and it is a write (a savepoint) */
     size_t requests;    /* write requests released into the batch */

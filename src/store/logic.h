@@ -79,6 +79,8 @@ static inline uint64_t lg_sat_add(uint64_t a, uint64_t b)
 
 /* This thread holds a batch of `s` (batch.c). */
 bool lg_in_batch(const sp_store *s);
+/* Begin the batch's write transaction if it has not begun (its first write). */
+sp_store_rc lg_batch_open(sp_store *s, sp_error *err);
 /* Fire failpoint `name` now, or - inside a batch - when the batch commits
  * (before its COMMIT, or after it for an after-commit point). */
 void lg_failpoint(sp_store *s, const char *name, bool after_commit);

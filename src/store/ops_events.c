@@ -170,45 +170,47 @@ sp_store_rc sp_store_list_events(sp_store *s, const sp_run_key *key, uint64_t af
     return rc;
 }
 
-/* ---- load_turn ---- */
+/* ---- load_turn: one statement, the run row and its next event ---- */
 
 #define TURN_SELECT                                                                                \
-    "SELECT package_digest, revision, applied_sequence, next_sequence, snapshot,"                  \
-    " snapshot_digest FROM runs WHERE tenant = ? AND run_id = ? AND quarantine_code IS NULL"
-enum { TU_PACKAGE, TU_REVISION, TU_APPLIED, TU_NEXT, TU_SNAPSHOT, TU_SNAPSHOT_DIGEST };
-
-static sp_store_rc turn_event(sp_store *s, sp_turn *t, bool *found, sp_error *err)
-{
-    sp_db_rows rows;
-    sp_store_rc rc = LG_Q(s, &rows, err, EVENT_SELECT "AND e.sequence = ?", DB_TEXT(t->key.tenant),
-                          DB_TEXT(t->key.run_id), DB_INT(t->applied_sequence + 1));
-    if (rc == SP_STORE_OK && rows.nrows != 1)
-        rc = lg_fail(err, SP_STORE_CORRUPT, "store.invariant", "pending event %llu is missing",
-                     (unsigned long long)(t->applied_sequence + 1));
-    if (rc == SP_STORE_OK && !fill_event(&rows, 0, &t->event))
-        rc = lg_encode_fail(err, true, "turn");
-    *found = rc == SP_STORE_OK;
-    sp_db_rows_free(&rows);
-    return rc;
-}
+    "SELECT e.sequence, e.event_id, e.kind, e.body, e.body_digest, e.accepted_at_ms,"              \
+    " e.consumed_revision, CAST(NULL AS TEXT), r.package_digest, r.revision,"                      \
+    " r.applied_sequence, r.snapshot, r.snapshot_digest, r.next_sequence"                          \
+    " FROM runs r LEFT JOIN events e"            \
+    " ON e.tenant = r.tenant AND e.run_id = r.run_id AND e.sequence = r.applied_sequence + 1"      \
+    " WHERE r.tenant = ? AND r.run_id = ? AND r.quarantine_code IS NULL"                           \
+    " AND r.next_sequence > r.applied_sequence + 1"
+/* after the EVENT_SELECT columns */
+enum {
+    TU_PACKAGE = EV_DIAGNOSTICS + 1,
+    TU_REVISION,
+    TU_APPLIED,
+    TU_SNAPSHOT,
+    TU_SNAPSHOT_DIGEST,
+    TU_NEXT
+};
 
 static sp_store_rc turn_read(sp_store *s, sp_turn *t, bool *found, sp_error *err)
 {
     sp_db_rows rows;
     sp_store_rc rc =
-        LG_Q(s, &rows, err, TURN_SELECT, DB_TEXT(t->key.tenant), DB_TEXT(t->key.run_id));
-    bool pending = rc == SP_STORE_OK && rows.nrows == 1 &&
-                   lg_u64(&rows, 0, TU_NEXT) > lg_u64(&rows, 0, TU_APPLIED) + 1;
-    if (pending) {
-        lg_copy(t->package_digest, sizeof t->package_digest, &rows, 0, TU_PACKAGE);
-        lg_copy(t->snapshot_digest, sizeof t->snapshot_digest, &rows, 0, TU_SNAPSHOT_DIGEST);
-        t->revision = lg_u64(&rows, 0, TU_REVISION);
-        t->applied_sequence = lg_u64(&rows, 0, TU_APPLIED);
-        if (!lg_dup(&t->snapshot, &t->snapshot_len, &rows, 0, TU_SNAPSHOT))
-            rc = lg_encode_fail(err, true, "turn");
-        else
-            rc = turn_event(s, t, found, err);
+        LG_R(s, &rows, err, TURN_SELECT, DB_TEXT(t->key.tenant), DB_TEXT(t->key.run_id));
+    if (rc || rows.nrows != 1) {
+        sp_db_rows_free(&rows);
+        return rc; /* nothing pending */
     }
+    lg_copy(t->package_digest, sizeof t->package_digest, &rows, 0, TU_PACKAGE);
+    lg_copy(t->snapshot_digest, sizeof t->snapshot_digest, &rows, 0, TU_SNAPSHOT_DIGEST);
+    t->revision = lg_u64(&rows, 0, TU_REVISION);
+    t->applied_sequence = lg_u64(&rows, 0, TU_APPLIED);
+    t->next_sequence = lg_u64(&rows, 0, TU_NEXT);
+    if (sp_db_cell(&rows, 0, EV_SEQ)->type == SP_DB_NULL)
+        rc = lg_fail(err, SP_STORE_CORRUPT, "store.invariant", "pending event %llu is missing",
+                     (unsigned long long)(t->applied_sequence + 1));
+    else if (!lg_dup(&t->snapshot, &t->snapshot_len, &rows, 0, TU_SNAPSHOT) ||
+             !fill_event(&rows, 0, &t->event))
+        rc = lg_encode_fail(err, true, "turn");
+    *found = rc == SP_STORE_OK;
     sp_db_rows_free(&rows);
     return rc;
 }
@@ -219,13 +221,10 @@ sp_store_rc sp_store_load_turn(sp_store *s, const sp_run_key *key, sp_turn *out,
     memset(out, 0, sizeof *out);
     *found = false;
     sp_store_rc rc = lg_check_key(key, err);
-    if (!rc)
-        rc = lg_begin(s, false, err);
     if (rc)
         return rc;
     out->key = *key;
     rc = turn_read(s, out, found, err);
-    lg_rollback(s);
     if (rc || !*found) {
         sp_turn_free(out);
         *found = false;

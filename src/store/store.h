@@ -167,6 +167,7 @@ typedef struct sp_turn {
     size_t snapshot_len;
     char snapshot_digest[SP_DIGEST_TEXT_LEN + 1];
     sp_event event; /* the event at applied_sequence + 1 */
+    uint64_t next_sequence; /* the sequence the next accepted event gets */
 } sp_turn;
 
 void sp_turn_free(sp_turn *t);
@@ -576,7 +577,9 @@ sp_store_rc sp_store_secret(sp_store *s, unsigned char out[32], sp_error *err);
  * all of them. Each request keeps its own semantics (receipt first,
  * predicates, writes, receipt) in a savepoint: a request that fails leaves
  * nothing, the others stay; its answer is final only once the batch commits.
- * Reads made in the batch see the batch's writes. If the commit fails, none
+ * The batch's transaction (and SQLite's write lock) begins with its first
+ * write: reads before it run on their own, reads after it see the batch's
+ * writes. If the commit fails, none
  * of the batch's requests happened (or, with unknown-commit, all may have:
  * retry them identically). Other threads' store calls wait until the batch
  * ends. A batch holds the write lock (SQLite) from begin to commit: keep it

@@ -6,8 +6,9 @@
  * that every driver error keeps its kind and stable code.
  *
  * Inside a batch (batch.c) held by the calling thread, a request's write
- * transaction is a savepoint of the batch's and a read runs in the batch's
- * transaction, so a request keeps all its semantics but not its own flush.
+ * transaction is a savepoint of the batch's (begun by the first write) and
+ * a read after that runs in the batch's transaction, so a request keeps all
+ * its semantics but not its own flush.
  * Counts statements and durable commits for sp_store_counters.
  *
  * What it must never do: interpret rows, retry, or leave a transaction open
@@ -59,19 +60,36 @@ void sp_db_rows_free(sp_db_rows *r)
     r->nrows = r->ncols = 0;
 }
 
-/* Inside a batch this thread holds, a request's transaction is a savepoint
- * of the batch's transaction (a read needs none: it runs in the batch's). */
+/* Inside a batch this thread holds, a request's write transaction is a
+ * savepoint of the batch's transaction, which the first write begins; a
+ * read before that runs on its own, a read after it in the batch's. */
+static bool batch_request(sp_store *s, sp_db_tx mode)
+{
+    return lg_in_batch(s) && (s->batch.open || mode == SP_DB_WRITE);
+}
+
 static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
 {
-    atomic_fetch_add_explicit(&s->statements, mode == SP_DB_ONE ? 0 : 1, memory_order_relaxed);
-    if (!lg_in_batch(s))
+    if (lg_in_batch(s))
+        s->batch.request_alone = !batch_request(s, mode);
+    if (!batch_request(s, mode)) {
+        atomic_fetch_add_explicit(&s->statements, mode == SP_DB_ONE ? 0 : 1,
+                                  memory_order_relaxed); /* its BEGIN */
         return s->driver->begin(s->conn, mode, err);
+    }
+    sp_store_rc rc = lg_batch_open(s, err);
     bool write = mode == SP_DB_WRITE;
-    sp_store_rc rc = write ? lg_query(s, "SAVEPOINT spore_request", NULL, 0, NULL, NULL, err)
-                           : SP_STORE_OK;
+    if (rc == SP_STORE_OK && write)
+        rc = lg_query(s, "SAVEPOINT spore_request", NULL, 0, NULL, NULL, err);
     if (rc == SP_STORE_OK)
         s->batch.request_open = true, s->batch.request_write = write;
     return rc;
+}
+
+/* The open request runs in the batch's transaction. */
+static bool in_batch_request(const sp_store *s)
+{
+    return lg_in_batch(s) && !s->batch.request_alone;
 }
 
 sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err)
@@ -83,7 +101,7 @@ sp_store_rc lg_begin_scan(sp_store *s, sp_error *err) { return begin(s, SP_DB_SC
 
 void lg_rollback(sp_store *s)
 {
-    if (!lg_in_batch(s)) {
+    if (!in_batch_request(s)) {
         s->driver->rollback(s->conn);
         return;
     }
@@ -98,7 +116,7 @@ void lg_rollback(sp_store *s)
 
 sp_store_rc lg_commit(sp_store *s, sp_error *err)
 {
-    if (!lg_in_batch(s)) {
+    if (!in_batch_request(s)) {
         atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->commits, 1, memory_order_relaxed);
         return s->driver->commit(s->conn, err);
@@ -147,7 +165,7 @@ static sp_store_rc one_statement(sp_store *s, const char *sql, const sp_db_val *
     if (rc)
         return rc;
     rc = lg_query(s, sql, params, nparams, out, NULL, err);
-    if (lg_in_batch(s))
+    if (in_batch_request(s))
         s->batch.request_open = false;
     else
         s->driver->rollback(s->conn); /* ends nothing: releases the connection */

@@ -57,6 +57,12 @@ sp --db '' --json list
 expect_rc 2 "--db '' before the command"
 expect_json '.error.code == "usage.invalid-value"' "--db '' before the command"
 [ ! -e "$root/spore.db" ] || fail "--db '' used ./spore.db"
+# A refused tuning value creates no store (checked before the store opens).
+fresh_db=$tmp/tuning-refused.db
+expect_error 2 usage.invalid-value "--concurrency 0" -- worker --concurrency 0 --db "$fresh_db"
+expect_error 2 usage.invalid-value "--concurrency 1025" -- worker --concurrency=1025 --db "$fresh_db"
+expect_error 2 usage.invalid-value "--poll-ms 0" -- worker --poll-ms 0 --db "$fresh_db"
+[ ! -e "$fresh_db" ] || fail "a refused tuning value created the store $fresh_db"
 
 # ---- 4. status of a waiting run: the signal it waits for, the next command ----
 sp status "$id" --db "$db" --json

@@ -1,0 +1,297 @@
+/*
+ * test_step_counts.c - what a step costs the store, counted (not timed):
+ * step-path.md §Evidence. Through the real engine on a real SQLite file (and
+ * on a real PostgreSQL server when the pg fixture gives one), with the
+ * store's own counters (sp_store_counters: durable commits and statements):
+ *
+ *   sequential: one run of STEPS no-op native steps driven by
+ *     run_until_parked takes at most one durable commit per step (the
+ *     result, its event, the kernel's decision and the next claim share one
+ *     transaction: STEPS + 1 commits for STEPS steps, the first turn
+ *     included) and at most STATEMENTS_PER_STEP statements per step;
+ *   concurrent: RUNS runs x 10 steps served by one engine share commits
+ *     (group commit): well under one commit per step.
+ *
+ * What it must never do: assert on time, or count what it did itself (the
+ * counters are read from the store handle the engine uses, around the
+ * engine's work only).
+ */
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "engine/engine.h"
+#include "runners/native.h"
+#include "store/store.h"
+
+#define STEPS 100
+#define STATEMENTS_PER_STEP 40 /* measured 2026-12-01: see docs/step-path.md */
+#define RUNS 40
+#define RUN_STEPS 10
+
+static atomic_int CALLS;
+
+static int fn_noop(void *user, const char *input, size_t len, sp_native_call *call)
+{
+    (void)user, (void)input, (void)len;
+    atomic_fetch_add(&CALLS, 1);
+    return sp_native_succeed(call, NULL, "{}", 2);
+}
+
+/* A chain of n native steps, then complete. */
+static json_t *chain(int n)
+{
+    json_t *nodes = json_object();
+    for (int i = 1; i <= n; i++) {
+        char id[16], next[16];
+        snprintf(id, sizeof id, "s%d", i);
+        snprintf(next, sizeof next, i < n ? "s%d" : "done", i + 1);
+        json_object_set_new(nodes, id,
+                            json_pack("{s:s, s:s, s:{s:s}}", "kind", "activity", "action", "noop",
+                                      "outcomes", "ok", next));
+    }
+    json_object_set_new(nodes, "done", json_pack("{s:s}", "kind", "complete"));
+    return json_pack("{s:s, s:s, s:s, s:{s:{s:s, s:s, s:s}}, s:o}", "format",
+                     "runspore.workflow/0.1", "name", "counts", "start", "s1", "actions", "noop",
+                     "kind", "native", "function", "noop", "effect", "idempotent", "nodes", nodes);
+}
+
+typedef struct fixture {
+    sp_native_registry *natives;
+    sp_store *store;
+    sp_engine *engine;
+    volatile sig_atomic_t stop;
+} fixture;
+
+static bool fixture_open(fixture *f, const char *location)
+{
+    memset(f, 0, sizeof *f);
+    sp_error err = {0};
+    f->natives = sp_native_registry_new();
+    if (!f->natives || sp_native_register(f->natives, "noop", fn_noop, NULL, &err))
+        return false;
+    f->store = sp_store_open(location, NULL, &err);
+    if (!f->store) {
+        check_fail(__FILE__, __LINE__, "sp_store_open %s: %s: %s", location, err.code,
+                   err.message);
+        sp_error_clear(&err);
+        return false;
+    }
+    sp_engine_config cfg = sp_engine_defaults();
+    cfg.natives = f->natives;
+    cfg.interrupt = &f->stop;
+    f->engine = sp_engine_new(f->store, &cfg, &err);
+    if (!f->engine) {
+        check_fail(__FILE__, __LINE__, "sp_engine_new: %s", err.code);
+        sp_error_clear(&err);
+    }
+    return f->engine != NULL;
+}
+
+static void fixture_close(fixture *f)
+{
+    sp_engine_free(f->engine);
+    sp_store_close(f->store);
+    sp_native_registry_free(f->natives);
+}
+
+static bool start(fixture *f, int steps, const char *key, sp_run_key *out)
+{
+    json_t *doc = chain(steps);
+    sp_start_result r;
+    sp_error err = {0};
+    int rc = sp_engine_start(f->engine, doc, NULL, key, &r, &err);
+    json_decref(doc);
+    if (rc) {
+        check_fail(__FILE__, __LINE__, "start: %s: %s", err.code, err.message);
+        sp_error_clear(&err);
+        return false;
+    }
+    *out = r.key;
+    return true;
+}
+
+static void sequential(const char *location, const char *label)
+{
+    fixture f;
+    atomic_store(&CALLS, 0);
+    sp_run_key key;
+    if (!fixture_open(&f, location) || !start(&f, STEPS, "sequential", &key)) {
+        fixture_close(&f);
+        return;
+    }
+    sp_store_counters before, after;
+    sp_store_counters_get(f.store, &before);
+    sp_park park = SP_PARK_FAILED;
+    sp_error err = {0};
+    CHECK_INT(sp_engine_run_until_parked(f.engine, &key, &park, NULL, NULL, &err), 0);
+    sp_error_clear(&err);
+    sp_store_counters_get(f.store, &after);
+    CHECK_INT(park, SP_PARK_COMPLETED);
+    CHECK_INT(atomic_load(&CALLS), STEPS);
+    uint64_t commits = after.commits - before.commits;
+    uint64_t statements = after.statements - before.statements;
+    printf("%s sequential: %d steps, %llu durable commits (%.2f per step), %llu statements "
+           "(%.1f per step)\n",
+           label, STEPS, (unsigned long long)commits, (double)commits / STEPS,
+           (unsigned long long)statements, (double)statements / STEPS);
+    /* the first turn (run.started) has no step of its own: STEPS + 1 */
+    CHECK(commits <= STEPS + 1);
+    CHECK(statements <= (uint64_t)STATEMENTS_PER_STEP * STEPS);
+    fixture_close(&f);
+}
+
+typedef struct server {
+    fixture *f;
+    int rc;
+    pthread_t thread;
+} server;
+
+static void *serve_main(void *arg)
+{
+    server *s = arg;
+    sp_error err = {0};
+    s->rc = sp_engine_serve(s->f->engine, &err);
+    sp_error_clear(&err);
+    return NULL;
+}
+
+static size_t completed(sp_store *s)
+{
+    sp_run_list l = {0};
+    sp_error err = {0};
+    size_t n = 0;
+    char *cursor = NULL;
+    do {
+        if (sp_store_list_runs(s, "default", cursor, 0, &l, &err) != SP_STORE_OK) {
+            sp_error_clear(&err);
+            free(cursor);
+            return n;
+        }
+        free(cursor);
+        cursor = l.next_cursor ? strdup(l.next_cursor) : NULL;
+        for (size_t i = 0; i < l.n; i++)
+            n += strcmp(l.runs[i].status, "completed") == 0;
+        sp_run_list_free(&l);
+    } while (cursor);
+    return n;
+}
+
+static void concurrent(const char *location, const char *label)
+{
+    fixture f;
+    atomic_store(&CALLS, 0);
+    if (!fixture_open(&f, location)) {
+        fixture_close(&f);
+        return;
+    }
+    for (int i = 0; i < RUNS; i++) {
+        char key[32];
+        sp_run_key k;
+        snprintf(key, sizeof key, "concurrent-%d", i);
+        if (!start(&f, RUN_STEPS, key, &k)) {
+            fixture_close(&f);
+            return;
+        }
+    }
+    sp_store *monitor = sp_store_open(location, NULL, &(sp_error){0});
+    CHECK(monitor != NULL);
+    sp_store_counters before, after;
+    sp_store_counters_get(f.store, &before);
+    server s = {.f = &f};
+    pthread_create(&s.thread, NULL, serve_main, &s);
+    for (int waited = 0; monitor && waited < 60000 && completed(monitor) < RUNS; waited += 20)
+        usleep(20000);
+    f.stop = 1;
+    pthread_join(s.thread, NULL);
+    sp_store_counters_get(f.store, &after);
+    CHECK_INT(s.rc, 0);
+    CHECK_INT(monitor ? completed(monitor) : 0, RUNS);
+    CHECK_INT(atomic_load(&CALLS), RUNS * RUN_STEPS);
+    uint64_t commits = after.commits - before.commits;
+    int steps = RUNS * RUN_STEPS;
+    printf("%s %d runs x %d steps, one engine: %llu durable commits (%.3f per step)\n", label,
+           RUNS, RUN_STEPS, (unsigned long long)commits, (double)commits / steps);
+    CHECK(commits * 2 <= (uint64_t)steps); /* group commit: at most half a commit per step */
+    sp_store_close(monitor);
+    fixture_close(&f);
+}
+
+/* ---- PostgreSQL: a fresh schema of the pg fixture's server ---- */
+
+static bool pg_location(char *out, size_t cap)
+{
+    const char *file = getenv("SPORE_TEST_PG_FILE");
+    char url[1024] = {0};
+    FILE *fp = file ? fopen(file, "r") : NULL;
+    if (!fp)
+        return false;
+    bool ok = fgets(url, sizeof url, fp) != NULL;
+    fclose(fp);
+    url[strcspn(url, "\r\n")] = '\0';
+    if (!ok || !url[0])
+        return false;
+    char schema[64], sql[256];
+    snprintf(schema, sizeof schema, "counts_%d", (int)getpid());
+    PGconn *c = PQconnectdb(url);
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", schema,
+             schema);
+    PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+    ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    PQfinish(c);
+    snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s", url, strchr(url, '?') ? '&' : '?',
+             schema);
+    return ok;
+}
+
+/* A new empty store: a fresh SQLite file, or a fresh PostgreSQL schema. */
+static bool fresh_location(bool pg, char *out, size_t cap, char *dir, size_t dir_cap)
+{
+    if (pg)
+        return pg_location(out, cap);
+    snprintf(dir, dir_cap, "/tmp/spore-test-counts-XXXXXX");
+    if (!mkdtemp(dir))
+        return false;
+    snprintf(out, cap, "%s/spore.db", dir);
+    return true;
+}
+
+static void remove_store(const char *dir)
+{
+    static const char *const SUFFIXES[] = {"", "-wal", "-shm"};
+    char path[256];
+    for (size_t i = 0; dir[0] && i < 3; i++) {
+        snprintf(path, sizeof path, "%s/spore.db%s", dir, SUFFIXES[i]);
+        unlink(path);
+    }
+    if (dir[0])
+        rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    bool pg = argc > 1 && strcmp(argv[1], "--postgres") == 0;
+    const char *label = pg ? "postgres" : "sqlite";
+    char location[1200], dir[64] = "";
+    for (int part = 0; part < 2; part++) {
+        if (!fresh_location(pg, location, sizeof location, dir, sizeof dir)) {
+            check_fail(__FILE__, __LINE__, "no store (PostgreSQL: SPORE_TEST_PG_FILE)");
+            break;
+        }
+        if (part == 0)
+            sequential(location, label);
+        else
+            concurrent(location, label);
+        remove_store(dir);
+    }
+    return check_done("test_step_counts");
+}
