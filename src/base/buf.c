@@ -48,6 +48,18 @@ void sp_buf_append(sp_buf *b, const void *data, size_t len)
     b->data[b->len] = '\0';
 }
 
+bool sp_buf_reserve(sp_buf *b, size_t extra) { return reserve(b, extra); }
+
+char *sp_buf_extend(sp_buf *b, size_t len)
+{
+    if (!reserve(b, len))
+        return NULL;
+    char *p = b->data + b->len;
+    b->len += len;
+    b->data[b->len] = '\0';
+    return p;
+}
+
 void sp_buf_append_str(sp_buf *b, const char *s) { sp_buf_append(b, s, strlen(s)); }
 
 void sp_buf_append_char(sp_buf *b, char c) { sp_buf_append(b, &c, 1); }

@@ -30,6 +30,12 @@ void sp_buf_append(sp_buf *b, const void *data, size_t len);
 void sp_buf_append_str(sp_buf *b, const char *s);
 void sp_buf_append_char(sp_buf *b, char c);
 void sp_buf_printf(sp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Make room for `extra` more bytes at once (false: out of memory or past
+ * the limit, flagged as an append would be). */
+bool sp_buf_reserve(sp_buf *b, size_t extra);
+/* Grow by `len` bytes and return where they start, for the caller to fill
+ * (data[len] is '\0'); NULL when out of memory or past the limit. */
+char *sp_buf_extend(sp_buf *b, size_t len);
 void sp_buf_reset(sp_buf *b);
 void sp_buf_free(sp_buf *b);
 /* True when every append so far succeeded. */

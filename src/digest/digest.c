@@ -1,10 +1,13 @@
 /*
  * digest.c - runspore/v1 digest framing over OpenSSL's SHA-256 (see digest.h).
  * Must never change the framing: every byte is part of the wire format.
+ * SHA-256 is fetched from libcrypto once per process (not once per digest:
+ * a transition computes several).
  */
 #include "digest/digest.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,10 +24,16 @@ void sp_hex(const unsigned char *bytes, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
+static EVP_MD *sha256_md; /* fetched once, kept for the life of the process */
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void fetch_sha256(void) { sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL); }
+
 void sp_hasher_begin(sp_hasher *h, const char *tag)
 {
+    pthread_once(&sha256_once, fetch_sha256);
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+    if (!ctx || !EVP_DigestInit_ex(ctx, sha256_md ? sha256_md : EVP_sha256(), NULL)) {
         /* libcrypto without SHA-256 or without memory for a context: a broken
          * process, not a case any caller can handle (an invariant) */
         fprintf(stderr, "spore: libcrypto cannot compute SHA-256\n");

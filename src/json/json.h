@@ -44,6 +44,13 @@ int sp_json_encode(const json_t *v, sp_buf *out, sp_error *err);
 /* Canonical bytes as a new NUL-terminated string (caller frees). */
 char *sp_json_encode_alloc(const json_t *v, size_t *len, sp_error *err);
 
+/* Append `"key":value` exactly as sp_json_encode writes that member inside an
+ * object nested at `depth` (0 = the document itself): the value's nesting
+ * counts from the document, so the same canonical.too-deep applies. For
+ * callers that assemble an object's encoding from remembered members. */
+int sp_json_encode_member(const char *key, size_t klen, const json_t *value, int depth,
+                          sp_buf *out, sp_error *err);
+
 /* Compare two UTF-8 keys in UTF-16 code unit order (<0, 0, >0). */
 int sp_json_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
 

@@ -1,7 +1,7 @@
 /*
  * internal.h - types shared by the kernel's own modules (events, state,
- * transition). Not part of the kernel's interface: only src/kernel/ includes
- * it.
+ * snapshot, transition). Not part of the kernel's interface: only
+ * src/kernel/ includes it.
  */
 #ifndef SPORE_KERNEL_INTERNAL_H
 #define SPORE_KERNEL_INTERNAL_H
@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/error.h"
 #include "kernel/kernel.h"
 #include "kernel/workflow.h"
 
@@ -72,5 +73,48 @@ json_t *kstate_decode(const sp_workflow *wf, const char *bytes, size_t len, kfai
 
 /* The initial state of run.started (before entering the start node). */
 json_t *kstate_initial(const json_t *tenant, const json_t *run_id, const json_t *input);
+
+/* ---- snapshot bytes (snapshot.c) ---- */
+
+typedef struct kmemo_member {
+    char *key;
+    size_t klen;
+    json_t *value; /* the value encoded (a reference held) */
+    char *bytes;   /* `"key":value`, canonical */
+    size_t len;
+} kmemo_member;
+
+typedef struct kmemo_map {
+    kmemo_member *m; /* in the map's walk order */
+    size_t n, cap;
+    size_t *order; /* indices into m, in canonical key order */
+} kmemo_map;
+
+/* The remembered members of a state's `nodes` and `visits` maps. */
+typedef struct kmemo {
+    kmemo_map nodes, visits;
+    size_t last_len; /* bytes of the last snapshot encoded (a size hint) */
+} kmemo;
+
+/* Canonical bytes of `state`, identical to sp_json_encode_alloc(); with a
+ * memo, unchanged members of nodes and visits are copied from it and the
+ * memo is brought up to date. NULL with `err` on failure (the caller clears
+ * the memo and uses the plain encoder for the exact error). */
+char *ksnapshot_encode(const json_t *state, kmemo *memo, size_t *len, sp_error *err);
+void kmemo_clear(kmemo *memo);
+
+/* The decoded state a host keeps between transitions (kernel.h). `doc` is
+ * exactly what kstate_decode() of the snapshot bytes (digest
+ * `snapshot_digest`) against the package `package_digest` would return:
+ * every check of check 5 holds for it. Only the transition that takes it
+ * mutates `doc`, and nothing outside this struct holds a reference into it
+ * (`memo` does: it remembers the encoding of the large maps' members for the
+ * next transition). */
+struct sp_kernel_state {
+    json_t *doc; /* owned; NULL while a transition holds it */
+    char package_digest[SP_DIGEST_TEXT_LEN + 1];
+    char snapshot_digest[SP_DIGEST_TEXT_LEN + 1];
+    kmemo memo;
+};
 
 #endif

@@ -5,13 +5,20 @@
  * runspore 0.1 wire format. The engine calls sp_kernel_transition() for every
  * pending event; `spore trace` replays the golden traces through it.
  *
+ * A host that drives a run may keep the decoded state of the run between
+ * transitions (sp_kernel_state, step-path.md §5): the kernel then skips the
+ * decode of the snapshot bytes, and the result bytes are the same as without
+ * it.
+ *
  * What it must never do: I/O, read a clock, draw randomness, use floating
  * point or threads, iterate an unordered collection, or invent an ID. Same
- * request bytes give the same result bytes on every machine.
+ * request bytes give the same result bytes on every machine, with or without
+ * a decoded state.
  */
 #ifndef SPORE_KERNEL_KERNEL_H
 #define SPORE_KERNEL_KERNEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +58,13 @@ typedef struct sp_kernel_event {
 
 struct sp_workflow;
 
+/* The decoded run state `runspore.state/0.1` of one run, as the kernel keeps
+ * it between transitions (opaque). A host gets one from a decision
+ * (request.want_state), keeps it next to the run keyed by
+ * sp_kernel_state_digest(), and hands it to the next transition of that run
+ * instead of making the kernel decode the snapshot bytes again. */
+typedef struct sp_kernel_state sp_kernel_state;
+
 typedef struct sp_kernel_request {
     sp_kernel_identity identity;
     const char *graph; /* canonical package bytes */
@@ -58,8 +72,25 @@ typedef struct sp_kernel_request {
     /* Optional: the graph already loaded by sp_workflow_load() from the same
      * bytes (a cache; the result is identical). NULL = load from `graph`. */
     const struct sp_workflow *loaded_graph;
-    const char *snapshot; /* NULL = absent */
+    const char *snapshot; /* NULL = absent (unless `state` is given) */
     size_t snapshot_len;
+    /* Optional: the decoded form of the snapshot, from the previous decision
+     * of this run (sp_kernel_decision.state). The host guarantees it is the
+     * snapshot by comparing sp_kernel_state_digest() with the digest of the
+     * stored snapshot; on any mismatch it passes NULL (the kernel decodes
+     * `snapshot`). When non-NULL the snapshot counts as present and the
+     * kernel does not read `snapshot` bytes (they may be NULL), unless the
+     * state was decoded for another package (then it falls back to them).
+     *
+     * Ownership: the call always takes the state, whatever it returns. On
+     * SP_KERNEL_DECISION with `want_state` the same object comes back,
+     * updated to the new state, as decision.state; in every other case
+     * (a failure, SP_KERNEL_OOM, no `want_state`) the kernel frees it. The
+     * caller's pointer is dead after the call: never reuse it. */
+    sp_kernel_state *state;
+    /* Return the decoded new state in decision.state (decoded from
+     * `snapshot` or initial when `state` is NULL). */
+    bool want_state;
     sp_kernel_event event;
     sp_kernel_limits limits;
 } sp_kernel_request;
@@ -88,6 +119,12 @@ typedef struct sp_kernel_decision {
     size_t ncommands;
     sp_kernel_diagnostic *diagnostics;
     size_t ndiagnostics;
+    /* The decoded new state (the decode of `snapshot`), when the request set
+     * `want_state`; else NULL. Owned by the decision: take it with
+     * `s = d.state; d.state = NULL;` (then free it with sp_kernel_state_free
+     * or pass it as the next request's `state`); sp_kernel_decision_free
+     * frees it when it is still there. */
+    sp_kernel_state *state;
 } sp_kernel_decision;
 
 typedef struct sp_kernel_failure {
@@ -113,6 +150,13 @@ int sp_kernel_transition(const sp_kernel_request *req, sp_kernel_decision *out,
                          sp_kernel_failure *fail);
 
 void sp_kernel_decision_free(sp_kernel_decision *d);
+
+/* digest::state of the snapshot bytes this state is the decoding of (the
+ * decision's snapshot_digest): the key under which a host keeps it. */
+const char *sp_kernel_state_digest(const sp_kernel_state *s);
+
+/* Free a decoded state (NULL is fine). */
+void sp_kernel_state_free(sp_kernel_state *s);
 
 /* digest::decision of a decision (kernel.md §7.3). */
 void sp_kernel_decision_digest(const sp_kernel_decision *d, char out[SP_DIGEST_TEXT_LEN + 1]);

@@ -1,10 +1,14 @@
 /*
  * state.c - the run snapshot `runspore.state/0.1` (kernel.md §7.4): the
  * version read first from the raw document, then the typed decode, then the
- * consistency checks. Must never accept a snapshot that contradicts itself
- * or the graph: the transition relies on every invariant checked here.
+ * consistency checks; and the decoded state hosts keep between transitions
+ * (sp_kernel_state). Must never accept a snapshot that contradicts itself
+ * or the graph: the transition relies on every invariant checked here, also
+ * when it takes a kept state instead of decoding (only states the kernel
+ * itself decoded or produced for the same package are ever kept).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json/decimal.h"
@@ -261,4 +265,15 @@ json_t *kstate_initial(const json_t *tenant, const json_t *run_id, const json_t 
                      tenant, "runId", run_id, "status", "running", "input", input, "nodes",
                      "visits", "activations", 0, "position", "invocation", "signals", "result",
                      "lastSequence", "0", "lastAcceptedAtMs", "0");
+}
+
+const char *sp_kernel_state_digest(const sp_kernel_state *s) { return s->snapshot_digest; }
+
+void sp_kernel_state_free(sp_kernel_state *s)
+{
+    if (!s)
+        return;
+    json_decref(s->doc);
+    kmemo_clear(&s->memo);
+    free(s);
 }

@@ -2,10 +2,13 @@
  * transition.c - the transition function (kernel.md §7.7-7.12): request
  * checks in order, bookkeeping, dispatch of the four events, the procedures
  * (enter, consume, retry, fail the invocation, terminate), and the result
- * checks with their budgets.
+ * checks with their budgets; the host's decoded state taken in place of
+ * the snapshot bytes and handed back updated.
  *
  * Must never do I/O, read a clock, use randomness or floating point, or let
- * a failure leave anything behind: a failure discards the whole decision.
+ * a failure leave anything behind: a failure discards the whole decision
+ * (and the taken state). Must never let the kept state change a result
+ * byte: it is used only where the decode of the bytes would give it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@ typedef struct kt {
     const kevent *ev;
     kfail *f;
     json_t *state;
+    kmemo *memo; /* of the kept state, NULL = encode the snapshot plainly */
     uint64_t now;
     uint32_t microsteps;
     uint64_t ops;
@@ -630,9 +634,28 @@ static int check_sequence(const sp_kernel_request *req, json_t *state, kfail *f)
     return 0;
 }
 
+/* Check 5's decode: the host's decoded state when it was decoded for this
+ * package (taken out of `kept`: the caller owns the result), else the decode
+ * of the snapshot bytes. */
+static json_t *present_state(const sp_kernel_request *req, sp_kernel_state *kept,
+                             const sp_workflow *wf, kfail *f)
+{
+    if (kept && kept->doc && strcmp(kept->package_digest, wf->package_digest) == 0) {
+        json_t *doc = kept->doc;
+        kept->doc = NULL;
+        return doc;
+    }
+    if (!req->snapshot) {
+        kfail_set(f, "invalid-input", "state.invalid",
+                  "the decoded state belongs to another package and no snapshot bytes were given");
+        return NULL;
+    }
+    return kstate_decode(wf, req->snapshot, req->snapshot_len, f);
+}
+
 /* Checks 4-7; on success *state is the decoded snapshot or the initial one. */
-static int check_event_and_state(const sp_kernel_request *req, const sp_workflow *wf, kevent *ev,
-                                 json_t **state, kfail *f)
+static int check_event_and_state(const sp_kernel_request *req, sp_kernel_state *kept,
+                                 const sp_workflow *wf, kevent *ev, json_t **state, kfail *f)
 {
     if (kevent_decode(req->event.kind ? req->event.kind : "", req->event.payload,
                       req->event.payload_len, ev, f))
@@ -640,12 +663,13 @@ static int check_event_and_state(const sp_kernel_request *req, const sp_workflow
     if (req->event.sequence > SP_U63_MAX || req->event.accepted_at_ms > SP_U63_MAX)
         return kfail_set(f, "invalid-input", "event.invalid", "sequence or time above 2^63-1");
     bool start = ev->kind == EV_RUN_STARTED;
-    if (!req->snapshot && !start)
+    bool present = req->snapshot || kept;
+    if (!present && !start)
         return kfail_set(f, "invalid-input", "state.missing", "this event needs a snapshot");
-    if (req->snapshot && start)
+    if (present && start)
         return kfail_set(f, "invalid-input", "state.unexpected-start",
                          "run.started cannot apply to an existing snapshot");
-    if (req->snapshot && !(*state = kstate_decode(wf, req->snapshot, req->snapshot_len, f)))
+    if (present && !(*state = present_state(req, kept, wf, f)))
         return -1;
     if (check_sequence(req, *state, f))
         return -1;
@@ -673,13 +697,42 @@ static int bookkeeping(kt *t)
 
 /* ---- result checks (kernel.md §7.11) ---- */
 
+/* Hand the new state out as decision.state, in the request's box. */
+static void keep_state(kt *t, sp_kernel_state **box, sp_kernel_decision *out)
+{
+    sp_kernel_state *s = *box;
+    json_decref(s->doc);
+    s->doc = t->state;
+    t->state = NULL;
+    memcpy(s->package_digest, t->wf->package_digest, sizeof s->package_digest);
+    memcpy(s->snapshot_digest, out->snapshot_digest, sizeof s->snapshot_digest);
+    out->state = s;
+    *box = NULL;
+}
+
+/* The snapshot's bytes: through the kept state's memo when there is one
+ * (the same bytes); any failure there is left to the plain encoder, which
+ * names it. */
+static char *emit_state(kt *t, size_t *len)
+{
+    if (t->memo) {
+        sp_error err = {0};
+        char *bytes = ksnapshot_encode(t->state, t->memo, len, &err);
+        sp_error_clear(&err);
+        if (bytes)
+            return bytes;
+        kmemo_clear(t->memo);
+    }
+    return emit_bytes(t, json_incref(t->state), len);
+}
+
 static int finish(kt *t, sp_kernel_decision *out)
 {
     const sp_kernel_limits *lim = &t->req->limits;
     if (t->ncmds > lim->max_command_count)
         return budget(t, "budget.command-count", "more commands than the budget allows");
     size_t len;
-    char *snapshot = emit_bytes(t, json_incref(t->state), &len);
+    char *snapshot = emit_state(t, &len);
     if (!snapshot)
         return -1;
     if (len > lim->max_state_bytes) {
@@ -730,6 +783,7 @@ int sp_kernel_transition(const sp_kernel_request *req, sp_kernel_decision *out,
     memset(&ev, 0, sizeof ev);
     sp_workflow *owned = NULL;
     const sp_workflow *wf = req->loaded_graph;
+    sp_kernel_state *box = req->state; /* ours from here on (kernel.h) */
     kt t = {0};
     int rc = -1;
     if (check_identity(req, &f))
@@ -737,11 +791,17 @@ int sp_kernel_transition(const sp_kernel_request *req, sp_kernel_decision *out,
     if (!wf && !(wf = owned = sp_workflow_load(req->graph, req->graph_len, fail, &f.oom)))
         goto done;
     json_t *state = NULL;
-    if (check_event_and_state(req, wf, &ev, &state, &f)) {
+    if (check_event_and_state(req, box, wf, &ev, &state, &f)) {
         json_decref(state);
         goto done;
     }
-    t = (kt){.wf = wf, .req = req, .ev = &ev, .f = &f, .state = state};
+    if (req->want_state && !box && !(box = calloc(1, sizeof *box))) {
+        json_decref(state);
+        kfail_oom(&f);
+        goto done;
+    }
+    t = (kt){.wf = wf, .req = req, .ev = &ev, .f = &f, .state = state,
+             .memo = box ? &box->memo : NULL};
     rc = bookkeeping(&t);
     if (rc == 0)
         rc = dispatch(&t);
@@ -749,9 +809,12 @@ int sp_kernel_transition(const sp_kernel_request *req, sp_kernel_decision *out,
         rc = kfail_oom(&f);
     if (rc == 0)
         rc = finish(&t, out);
+    if (rc == 0 && req->want_state)
+        keep_state(&t, &box, out);
 done:
     free_outputs(t.cmds, t.ncmds, t.diags, t.ndiags);
     json_decref(t.state);
+    sp_kernel_state_free(box);
     kevent_free(&ev);
     sp_workflow_free(owned);
     if (rc == 0)
@@ -771,6 +834,7 @@ void sp_kernel_decision_free(sp_kernel_decision *d)
         return;
     free_outputs(d->commands, d->ncommands, d->diagnostics, d->ndiagnostics);
     free(d->snapshot);
+    sp_kernel_state_free(d->state);
     memset(d, 0, sizeof *d);
 }
 

@@ -5,8 +5,9 @@
  * of the canonical workflow, kernel digest "trace:runspore.trace/0.1",
  * semantics 0.1, codec jcs-int53/1, the default budget with the trace's
  * overrides, and the snapshot threaded from the last step that produced a
- * decision. Must never skip a member: snapshot, both digests, every command
- * and diagnostic field, or the failure's kind and code.
+ * decision (or, with keep_state, its decoded state). Must never skip a
+ * member: snapshot, both digests, every command and diagnostic field, or the
+ * failure's kind and code.
  */
 #include "trace/trace.h"
 
@@ -539,16 +540,22 @@ static bool check_step(const sp_trace *t, size_t i, int rc, const sp_kernel_deci
     return compare_decision(s, i, d, m);
 }
 
-bool sp_trace_replay(const sp_trace *t, sp_trace_mismatch *m, json_t *steps)
+bool sp_trace_replay_with(const sp_trace *t, const sp_trace_options *opts, sp_trace_mismatch *m,
+                          json_t *steps)
 {
+    static const sp_trace_options defaults = {0};
+    if (!opts)
+        opts = &defaults;
     memset(m, 0, sizeof *m);
     char *threaded = NULL;
     size_t threaded_len = 0;
+    sp_kernel_state *kept = NULL; /* keep_state: the decoding of `threaded` */
     bool ok = true;
     bool oom = false;
     sp_workflow *wf = sp_workflow_load(t->graph.data, t->graph.len, &(sp_kernel_failure){0}, &oom);
     for (size_t i = 0; i < t->nsteps && ok; i++) {
         const step *s = &t->steps[i];
+        sp_kernel_state *given = s->has_snapshot_raw ? NULL : kept;
         sp_kernel_request req = {
             .identity = {s->package_digest ? s->package_digest : t->package_digest,
                          s->kernel_digest ? s->kernel_digest : TRACE_KERNEL_DIGEST,
@@ -557,15 +564,21 @@ bool sp_trace_replay(const sp_trace *t, sp_trace_mismatch *m, json_t *steps)
             .graph = t->graph.data,
             .graph_len = t->graph.len,
             .loaded_graph = wf,
-            .snapshot = s->has_snapshot_raw ? s->snapshot_raw.data : threaded,
-            .snapshot_len = s->has_snapshot_raw ? s->snapshot_raw.len : threaded_len,
+            .snapshot = s->has_snapshot_raw ? s->snapshot_raw.data : given ? NULL : threaded,
+            .snapshot_len = s->has_snapshot_raw ? s->snapshot_raw.len : given ? 0 : threaded_len,
+            .state = given,
+            .want_state = opts->keep_state,
             .event = {s->event_id, s->sequence, s->accepted_at_ms, s->kind, s->payload.data,
                       s->payload.len},
             .limits = t->limits,
         };
+        if (given)
+            kept = NULL; /* the transition takes it */
         sp_kernel_decision d;
         sp_kernel_failure f;
         int rc = sp_kernel_transition(&req, &d, &f);
+        if (opts->on_step)
+            opts->on_step(opts->ctx, i, rc, &d, &f);
         ok = check_step(t, i, rc, &d, &f, m);
         log_step(steps, i, rc, &d, &f, ok);
         if (rc == SP_KERNEL_DECISION) {
@@ -573,12 +586,21 @@ bool sp_trace_replay(const sp_trace *t, sp_trace_mismatch *m, json_t *steps)
             threaded = d.snapshot;
             threaded_len = d.snapshot_len;
             d.snapshot = NULL;
+            sp_kernel_state_free(kept);
+            kept = d.state;
+            d.state = NULL;
             sp_kernel_decision_free(&d);
         }
     }
+    sp_kernel_state_free(kept);
     free(threaded);
     sp_workflow_free(wf);
     return ok;
+}
+
+bool sp_trace_replay(const sp_trace *t, sp_trace_mismatch *m, json_t *steps)
+{
+    return sp_trace_replay_with(t, NULL, m, steps);
 }
 
 void sp_trace_mismatch_clear(sp_trace_mismatch *m)

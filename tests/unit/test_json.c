@@ -918,6 +918,48 @@ static void sorted_members(void)
     json_decref(empty);
 }
 
+/* An object assembled from sp_json_encode_member() pieces in sorted key
+ * order is the object's encoding; nesting counts from the document. */
+static void encode_member(void)
+{
+    json_t *o = PARSE("{\"b\":[1,{\"z\":null}],\"a\\u0000\":\"x\\ny\",\"\\ud83d\\ude00\":-3}");
+    bool oom;
+    sp_json_member *m = sp_json_sorted_members(o, &oom);
+    sp_buf b = SP_BUF_INIT;
+    sp_buf_append_char(&b, '{');
+    for (size_t i = 0; i < json_object_size(o); i++) {
+        if (i)
+            sp_buf_append_char(&b, ',');
+        CHECK(sp_json_encode_member(m[i].key, m[i].len, m[i].value, 0, &b, NULL) == 0);
+    }
+    sp_buf_append_char(&b, '}');
+    size_t len;
+    char *want = sp_json_encode_alloc(o, &len, NULL);
+    CHECK(want && b.len == len && memcmp(b.data, want, len) == 0);
+    free(want);
+    free(m);
+    sp_buf_free(&b);
+    json_decref(o);
+
+    /* 31 nested arrays fit as a member of the document (depth 0) but not
+     * of an object nested at depth 1 */
+    json_t *v = json_array();
+    for (int i = 1; i < 31; i++) {
+        json_t *outer = json_array();
+        json_array_append_new(outer, v);
+        v = outer;
+    }
+    sp_error err = {0};
+    sp_buf c = SP_BUF_INIT;
+    CHECK(sp_json_encode_member("k", 1, v, 0, &c, &err) == 0);
+    sp_buf_reset(&c);
+    CHECK(sp_json_encode_member("k", 1, v, 1, &c, &err) == -1);
+    CHECK_STR(err.code, "canonical.too-deep");
+    sp_error_clear(&err);
+    sp_buf_free(&c);
+    json_decref(v);
+}
+
 static void depth_function(void)
 {
     json_t *v;
@@ -1045,6 +1087,7 @@ int main(void)
 
     key_cmp_edge_cases();
     sorted_members();
+    encode_member();
     depth_function();
 
     decimal_strings();
