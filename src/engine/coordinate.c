@@ -121,6 +121,9 @@ static turn_result one_turn(sp_engine *e, const sp_turn *t, sp_tick_stats *stats
         .loaded_graph = wf,
         .snapshot = t->snapshot,
         .snapshot_len = t->snapshot_len,
+        /* taken by the call, whatever it returns; back in d.state */
+        .state = t->snapshot ? engine_runstate_take(e, &t->key, t->snapshot_digest) : NULL,
+        .want_state = true,
         .event = {t->event.event_id, t->event.sequence, t->event.accepted_at_ms, t->event.kind,
                   t->event.body, t->event.body_len},
         .limits = e->cfg.limits,
@@ -136,7 +139,13 @@ static turn_result one_turn(sp_engine *e, const sp_turn *t, sp_tick_stats *stats
         return quarantine(e, &t->key, t->revision, f.code, f.details, stats, err) ? TURN_ERROR
                                                                                   : TURN_STOP;
     sp_failpoint("host.turn.after-reduce");
+    sp_kernel_state *next = d.state;
+    d.state = NULL;
     turn_result r = commit(e, t, &d, stats, err);
+    if (r == TURN_NEXT) /* committed (applied or a duplicate of the same decision) */
+        engine_runstate_keep(e, &t->key, next);
+    else
+        sp_kernel_state_free(next);
     sp_kernel_decision_free(&d);
     return r;
 }

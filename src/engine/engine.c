@@ -146,6 +146,7 @@ void sp_engine_free(sp_engine *e)
     engine_attempts_reap(e, true);
     engine_pool_stop(e);
     engine_tick_free(e);
+    engine_runstate_free(e);
     engine_held_reap(e, true);
     free(e->memos);
     engine_takeover_close(e);

@@ -102,6 +102,14 @@ typedef struct package_overflow {
     sp_workflow *wf;
 } package_overflow;
 
+/* The decoded state of one run this engine drives (runstate.c). */
+#define RUNSTATE_MAX 256
+typedef struct runstate_entry {
+    sp_run_key key;
+    sp_kernel_state *state; /* NULL: a free entry */
+    uint64_t used;          /* LRU stamp */
+} runstate_entry;
+
 /* A failing store, as this engine saw it (fault.c; guarded by mu). */
 typedef struct engine_fault {
     pthread_mutex_t mu;
@@ -155,7 +163,9 @@ struct sp_engine {
     struct dead_owner *dead; /* owners the sweep found dead (takeover.c); tick only */
     size_t ndead, dead_cap;
 
-    /* ---- the tick's own (tick.c) ---- */
+    /* ---- the tick's own (tick.c, runstate.c) ---- */
+    runstate_entry runstate[RUNSTATE_MAX];
+    uint64_t runstate_clock;
     uint64_t next_sweep_ms;  /* monotonic: when sweep and held tick run next */
     bool batch_failed;       /* a store call in the open batch failed transiently */
     char **deferred;         /* failpoints fired when the open batch commits */
@@ -310,6 +320,14 @@ void engine_wake(sp_engine *e);
  * running when others have settled, so one commit carries them all. */
 void engine_group_wait(sp_engine *e);
 void engine_tick_free(sp_engine *e);
+
+/* runstate.c: the kept decoded state of a run whose stored snapshot has
+ * `snapshot_digest` (NULL when none or another; the caller owns it), and
+ * keeping the state after a committed turn (takes it; NULL is fine). */
+sp_kernel_state *engine_runstate_take(sp_engine *e, const sp_run_key *key,
+                                      const char *snapshot_digest);
+void engine_runstate_keep(sp_engine *e, const sp_run_key *key, sp_kernel_state *state);
+void engine_runstate_free(sp_engine *e);
 
 /* result.c: the activity.result body for a runner's output (<= 64 KiB). */
 char *engine_result_body(const sp_claim *claim, const sp_activity_output *out, size_t *len,
