@@ -21,6 +21,8 @@ static const char *const NAMES[] = {
     "host.attempt.after-claim",
     "host.attempt.after-effect",
     "host.attempt.after-finish",
+    "host.batch.before-commit",
+    "host.batch.after-commit",
     "store.create-run.before-commit",
     "store.create-run.after-commit",
     "store.append-event.before-commit",

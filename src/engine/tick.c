@@ -160,7 +160,12 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
         sp_store_batch_abort(e->store);
     } else {
         sp_error commit_err = {0};
+        bool writes = sp_store_batch_writes(e->store);
+        if (writes)
+            sp_failpoint("host.batch.before-commit");
         rc = sp_store_batch_commit(e->store, &commit_err);
+        if (writes && rc == SP_STORE_OK)
+            sp_failpoint("host.batch.after-commit");
         engine_fault_noted(e, true, "sp_store_batch_commit", rc, &commit_err);
         failed = rc != SP_STORE_OK;
         if (failed && !err->code[0])

@@ -129,6 +129,8 @@ void sp_store_batch_abort(sp_store *s)
 
 bool sp_store_in_batch(const sp_store *s) { return lg_in_batch(s); }
 
+bool sp_store_batch_writes(const sp_store *s) { return lg_in_batch(s) && s->batch.requests > 0; }
+
 void sp_store_counters_get(sp_store *s, sp_store_counters *out)
 {
     out->commits = atomic_load_explicit(&s->commits, memory_order_relaxed);

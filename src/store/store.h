@@ -590,6 +590,8 @@ sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err);
 void sp_store_batch_abort(sp_store *s);
 /* The calling thread holds a batch of `s`. */
 bool sp_store_in_batch(const sp_store *s);
+/* ... and some request wrote in it (its commit will be a durable one). */
+bool sp_store_batch_writes(const sp_store *s);
 
 /* What this store handle has done since it was opened: durable commits
  * (write transactions committed, a batch counting once) and statements

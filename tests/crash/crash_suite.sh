@@ -7,7 +7,7 @@
 # Runs tests/crash/workflow.json (fetch, build: idempotent, 3 attempts, 10 ms
 # backoff; approval: a signal wait; deploy: unsafe) once uninterrupted as the
 # reference, then:
-#   part 1: for each of the 19 core failpoints, stages 1..3 (which spore
+#   part 1: for each of the 21 core failpoints, stages 1..3 (which spore
 #           invocation of the scenario is armed, counting run, signal and
 #           resolve) and hit counts 1..H, arms SPORE_FAILPOINTS=<name>:<n> on
 #           that one invocation and drives the run to completion: `run` again
@@ -71,6 +71,7 @@ HANG_MS=120000        # one spore invocation taking longer is a hang
 FAILPOINTS=(
   host.turn.after-reduce host.turn.after-commit
   host.attempt.after-claim host.attempt.after-effect host.attempt.after-finish
+  host.batch.before-commit host.batch.after-commit
   store.create-run.before-commit store.create-run.after-commit
   store.append-event.before-commit store.append-event.after-commit
   store.commit-turn.before-commit store.commit-turn.after-commit
