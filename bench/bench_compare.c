@@ -1685,7 +1685,8 @@ int main(int argc, char **argv)
             g_v[R_RS_CONC][C_MS][r] = isfinite(rs.conc) && rs.conc > 0 ? 1e3 / rs.conc : NAN;
             g_v[R_RS_CONC][C_CPU][r] = rs.cpu_conc_us;
             g_v[R_RS_FSYNC][C_RATE][r] = rs.fdatasync;
-            g_v[R_RS_FSYNC][C_MS][r] = isfinite(rs.fdatasync) && rs.fdatasync > 0 ? 1e3 / rs.fdatasync : NAN;
+            g_v[R_RS_FSYNC][C_MS][r] =
+                isfinite(rs.fdatasync) && rs.fdatasync > 0 ? 1e3 / rs.fdatasync : NAN;
             if (rs.version[0])
                 snprintf(m.restate, sizeof m.restate, "restate-server %s (its bench.mjs, REPS=1)",
                          rs.version);
