@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?= -DSPORE_WERROR=ON
 
-.PHONY: all deps deps-demo configure configure-demo build test demo bench crash-full clean
+.PHONY: all deps deps-demo configure configure-demo build test demo bench bench-compare crash-full clean
 
 all: build
 
@@ -42,6 +42,22 @@ demo: configure-demo
 
 bench: build
 	@scripts/bench.sh $(BUILD)
+
+# step-path.md §Evidence: raw commits, spore and Restate (and PostgreSQL when
+# a server can be had) interleaved in one run, ratios within each repetition
+# (docs/performance.md). Its own Release (-O3) build directory, so timings
+# are never those of a debug or sanitizer build; only bench_compare is built.
+# GCC 12 at -O3 reports a false "null destination pointer" format-truncation
+# in src/runners/registry.c; the flag keeps that one warning from failing the
+# -Werror build. Options: make bench-compare BENCH_ARGS="--quick" (or
+# --reps R --steps N --json --no-pg --no-restate; scripts/bench-compare.sh).
+BENCH_BUILD ?= build-bench
+BENCH_ARGS ?=
+bench-compare: deps
+	@cmake -S . -B $(BENCH_BUILD) $(CMAKE_FLAGS) -DSPORE_TESTS=ON -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_FLAGS=-Wno-error=format-truncation >/dev/null
+	@cmake --build $(BENCH_BUILD) -j $(JOBS) --target bench_compare
+	@scripts/bench-compare.sh $(BENCH_BUILD) $(BENCH_ARGS)
 
 # The whole crash matrix (docs/crash-suite.md): every core failpoint, stages
 # 1..3, hit counts 1..40, and 40 SIGKILL points.

@@ -43,6 +43,7 @@ for bin in "$build"/bench/bench_*; do
       ;;
     # ---- end PostgreSQL ----
     bench_component) args=("$build/spore" "$build/runners") ;; # runners.md: one runner call
+    bench_compare) continue ;; # minutes, with peers: make bench-compare (scripts/bench-compare.sh)
     *) args=() ;;
   esac
   echo "== $name ${args[*]}"
