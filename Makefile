@@ -54,8 +54,7 @@ bench: build
 BENCH_BUILD ?= build-bench
 BENCH_ARGS ?=
 bench-compare: deps
-	@cmake -S . -B $(BENCH_BUILD) $(CMAKE_FLAGS) -DSPORE_TESTS=ON -DCMAKE_BUILD_TYPE=Release \
-	  -DCMAKE_C_FLAGS=-Wno-error=format-truncation >/dev/null
+	@cmake -S . -B $(BENCH_BUILD) $(CMAKE_FLAGS) -DSPORE_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BENCH_BUILD) -j $(JOBS) --target bench_compare
 	@scripts/bench-compare.sh $(BENCH_BUILD) $(BENCH_ARGS)
 

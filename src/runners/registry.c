@@ -106,6 +106,14 @@ const char *const *sp_runner_kinds(void)
     return ENABLED;
 }
 
+/* Whether the action is unservable, without a reason. */
+static const char *unservable_verdict(const json_t *action)
+{
+    char why[256];
+    return sp_action_unservable(action, why, sizeof why) ? "the action cannot be served here"
+                                                         : NULL;
+}
+
 /* A {"component": ...} hook needs the component runner on this host. */
 static const char *hook_unservable(const json_t *hook, const char *name, char *why, size_t n)
 {
@@ -119,6 +127,8 @@ static const char *hook_unservable(const json_t *hook, const char *name, char *w
 
 const char *sp_action_unservable(const json_t *action, char *why, size_t n)
 {
+    if (!why || n == 0) /* no room for the reason (never so in spore): the verdict alone */
+        return unservable_verdict(action);
     const json_t *kind = json_object_get(action, "kind");
     if (!json_is_string(kind))
         return "the action has no kind";
