@@ -28,8 +28,8 @@
  * Per step it reports steps/s, ms/step (p50/p99 revision to revision for the
  * sequential runs), CPU per step (getrusage around the run: this process
  * for in-process engines, the children for forked workers) and store commits
- * per step (today: receipts written, less create_run and each run's first
- * turn, divided by the steps - see count_commits()).
+ * per step (the store's own counter, sp_store_counters, around the engine's
+ * work: in-process engines only; the first turn of each run is counted).
  *
  * usage: bench_compare [--reps R] [--steps N] [--runs R] [--run-steps K]
  *                      [--quick] [--dir DIR] [--raw-ms MS] [--pg URL | --no-pg]
@@ -280,41 +280,13 @@ static void place_drop(place *p)
     }
 }
 
-/* Store commits a workload made. Today the store has no counter, so this
- * counts the receipts it wrote: one per mutation, each its own transaction
- * (create_run, commit_turn, claim_attempt, finish_attempt, heartbeats...).
- * When the store gains a commit counter, read it here (before/after the
- * workload) and every "commits/step" column follows. -1 = unknown. */
-static long long count_commits(const place *p)
+/* Durable commits the store handle made (sp_store_counters): a batch of
+ * many steps counts once. */
+static uint64_t store_commits(sp_store *s)
 {
-    long long n = -1;
-    if (p->pg) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.receipts", p->schema);
-        PGresult *r = PQexec(g_pg, sql);
-        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-            n = atoll(PQgetvalue(r, 0, 0));
-        PQclear(r);
-        return n;
-    }
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st;
-    if (sqlite3_open_v2(p->location, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "SELECT count(*) FROM receipts", -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            n = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return n;
-}
-
-/* Commits per step: per run, create_run and the turn that consumes
- * run.started are not steps. */
-static double commits_per_step(const place *p, size_t runs, size_t steps)
-{
-    long long c = count_commits(p);
-    return c < 0 ? NAN : (double)(c - 2 * (long long)runs) / (double)steps;
+    sp_store_counters c;
+    sp_store_counters_get(s, &c);
+    return c.commits;
 }
 
 /* ---- baselines ---- */
@@ -599,6 +571,7 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
     engine_box b;
     samples s = {0};
     double span = 0, cpu = 0;
+    uint64_t commits = 0;
     size_t runs = 0;
     bool ok = engine_open(&b, pl.location, natives, &g_abort, NULL, NULL);
     for (size_t done = 0; ok && done < steps;) {
@@ -618,8 +591,10 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
         progress p = {.s = &s};
         sp_park park;
         double c0 = cpu_self_ms();
+        uint64_t k0 = store_commits(b.store);
         int rc = sp_engine_run_until_parked(b.engine, &started.key, &park, on_progress, &p, &err);
         cpu += cpu_self_ms() - c0;
+        commits += store_commits(b.store) - k0 - 1; /* the turn on run.started is no step's */
         __atomic_store_n(&g_done_at, 0, __ATOMIC_SEQ_CST);
         if (rc) {
             warn_err("run", &err);
@@ -644,8 +619,9 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
         out.p50 = percentile(&s, 0.5);
         out.p99 = percentile(&s, 0.99);
         out.cpu_us = cpu * 1e3 / (double)steps;
-        out.commits = commits_per_step(&pl, runs, steps);
+        out.commits = (double)commits / (double)steps;
     }
+    (void)runs;
     place_drop(&pl);
     free(s.v);
     return out;
@@ -782,9 +758,11 @@ static conc_out run_conc_inproc(bool pg, size_t runs, size_t k, sp_native_regist
     if (!engine_open(&b, pl.location, natives, &stop, on_serve, &ctx))
         goto done;
     double c0 = cpu_self_ms();
+    uint64_t k0 = store_commits(b.store);
     if (sp_engine_serve(b.engine, &err))
         warn_err("serve", &err);
     double cpu = cpu_self_ms() - c0;
+    out.commits = (double)(store_commits(b.store) - k0) / (double)(runs * k);
     if (ctx.error || ctx.done_at <= 0 || m.failed) {
         if (!g_abort)
             warn("runs (in-process worker)", m.failed ? "a run failed" : "did not complete");
@@ -799,8 +777,6 @@ done:
     engine_close(&b);
     if (m.store)
         sp_store_close(m.store);
-    if (isfinite(out.per_s))
-        out.commits = commits_per_step(&pl, runs, runs * k);
     place_drop(&pl);
     free(m.keys);
     return out;
@@ -910,8 +886,6 @@ static conc_out run_conc_fork(bool pg, size_t runs, size_t k, int workers,
 done:
     if (m.store)
         sp_store_close(m.store);
-    if (isfinite(out.per_s))
-        out.commits = commits_per_step(&pl, runs, runs * k);
     place_drop(&pl);
     free(m.keys);
     return out;
@@ -1364,8 +1338,8 @@ static void print_table(const opts *o, const machine *m, int reps)
     }
     printf("(seq: steps over revision 1 to the last revision, p50/p99 revision to revision; "
            "RxK: steps over the\n starts plus serving; CPU: the engine's process, or the worker "
-           "processes; commits: receipts per step;\n Restate: its bench.mjs, CPU = server + SDK "
-           "endpoint)\n");
+           "processes; commits: durable\n commits per step (the store's counter, in-process "
+           "engines); Restate: its bench.mjs, CPU = server + SDK endpoint)\n");
 
     printf("\n%-44s %-8s %-24s %s\n", "ratio (within each repetition)", "goal",
            "median [min..max]", "met");
