@@ -344,8 +344,10 @@ static sp_store_rc wal(sqlite3 *db, sp_error *err)
 
 static sp_store_rc pragmas(sqlite3 *db, sp_error *err)
 {
+    /* temp_store: a batch's savepoints keep their sub-journals in memory,
+     * not in a file of /var/tmp written for every page a request changes */
     static const char *const sql[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON",
-                                      NULL};
+                                      "PRAGMA temp_store = MEMORY", NULL};
     sp_store_rc kind = wal(db, err);
     for (const char *const *q = sql; *q && kind == SP_STORE_OK; q++) {
         int rc = sqlite3_exec(db, *q, NULL, NULL, NULL);
