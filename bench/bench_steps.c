@@ -23,9 +23,9 @@
  * excludes validation and create_run. A workflow holds at most 256 nodes,
  * so N steps run as consecutive runs of at most 250 steps; a run's first
  * step is measured from its own revision 1. Store commits per step counts
- * the receipts the store wrote (one per mutation) less create_run and the
- * first turn of each run, divided by the steps: claim_attempt,
- * finish_attempt and commit_turn make 3 (heartbeats would add more).
+ * the store's durable commits (sp_store_counters) during the runs, less the
+ * first turn of each run, divided by the steps: one (the step's result,
+ * the turn on it and the next claim share one batch; docs/step-path.md).
  * For native steps, the interval between consecutive calls of the function
  * is printed as a cross-check of the method.
  *
@@ -244,19 +244,11 @@ static void on_progress(void *ctx, const sp_run_view *run, uint64_t elapsed_ms)
     p->seen_at = p->last_at = t;
 }
 
-static long long count_receipts(const char *path)
+static uint64_t store_commits(sp_store *store)
 {
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    long long n = -1;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "SELECT count(*) FROM receipts", -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            n = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return n;
+    sp_store_counters c;
+    sp_store_counters_get(store, &c);
+    return c.commits;
 }
 
 static result bench_engine(const char *dir, const char *kind, size_t n,
@@ -278,6 +270,7 @@ static result bench_engine(const char *dir, const char *kind, size_t n,
 
     samples s = {0};
     result r = {.name = kind, .steps = n};
+    uint64_t commits = 0;
     for (size_t done = 0; done < n;) {
         size_t k = n - done < STEPS_PER_RUN ? n - done : STEPS_PER_RUN;
         json_t *w = linear_workflow(kind, k);
@@ -288,8 +281,10 @@ static result bench_engine(const char *dir, const char *kind, size_t n,
         g_native.last = 0;
         progress p = {.s = &s};
         sp_park park;
+        uint64_t before = store_commits(store);
         if (sp_engine_run_until_parked(engine, &started.key, &park, on_progress, &p, &err))
             die_err("run", &err);
+        commits += store_commits(store) - before - 1; /* the turn on run.started: no step */
         if (park != SP_PARK_COMPLETED)
             die(kind, "the run did not complete");
         if (p.seen_revision != k + 1)
@@ -299,10 +294,7 @@ static result bench_engine(const char *dir, const char *kind, size_t n,
     }
     sp_engine_free(engine);
     sp_store_close(store);
-    long long receipts = count_receipts(path);
-    /* per run, create_run and the turn consuming run.started are not steps */
-    long long runs = (long long)((n + STEPS_PER_RUN - 1) / STEPS_PER_RUN);
-    r.commits_per_step = receipts < 0 ? -1 : (double)(receipts - 2 * runs) / (double)n;
+    r.commits_per_step = (double)commits / (double)n;
     finish(&r, &s);
     free(s.v);
     return r;
