@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "base/strlist.h"
 #include "engine/engine.h"
 #include "kernel/workflow.h"
 #include "runners/artifacts.h"
@@ -168,8 +169,7 @@ struct sp_engine {
     uint64_t runstate_clock;
     uint64_t next_sweep_ms;  /* monotonic: when sweep and held tick run next */
     bool batch_failed;       /* a store call in the open batch failed transiently */
-    char **deferred;         /* failpoints fired when the open batch commits */
-    size_t ndeferred, deferred_cap;
+    sp_strlist deferred;     /* failpoints fired when the open batch commits */
     sp_claim *claims;        /* claims made in the open batch, started after it */
     char (*claim_packages)[SP_DIGEST_TEXT_LEN + 1];
     size_t nclaims, claims_cap;

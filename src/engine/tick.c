@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "base/failpoint.h"
+#include "base/strlist.h"
 #include "engine/internal.h"
 
 /* A settled attempt waits at most this long for others still running to
@@ -27,20 +28,10 @@
 
 void engine_failpoint_durable(sp_engine *e, const char *name)
 {
-    if (!sp_store_in_batch(e->store)) {
+    if (!sp_store_in_batch(e->store))
         sp_failpoint(name);
-        return;
-    }
-    if (e->ndeferred == e->deferred_cap) {
-        size_t cap = e->deferred_cap ? e->deferred_cap * 2 : 8;
-        char **d = realloc(e->deferred, cap * sizeof *d);
-        if (!d)
-            return; /* out of memory: a test-only point is lost, nothing else */
-        e->deferred = d;
-        e->deferred_cap = cap;
-    }
-    if ((e->deferred[e->ndeferred] = strdup(name)))
-        e->ndeferred++;
+    else /* out of memory: a test-only point is lost, nothing else */
+        sp_strlist_add(&e->deferred, name);
 }
 
 int engine_claim_made(sp_engine *e, sp_claim *claim, const char *package_digest, sp_error *err)
@@ -72,12 +63,9 @@ uint32_t engine_claims_pending(sp_engine *e) { return (uint32_t)e->nclaims; }
  * forget both (nothing of it happened). */
 static void batch_after(sp_engine *e, bool committed, sp_error *err)
 {
-    for (size_t i = 0; i < e->ndeferred; i++) {
-        if (committed)
-            sp_failpoint(e->deferred[i]);
-        free(e->deferred[i]);
-    }
-    e->ndeferred = 0;
+    for (size_t i = 0; committed && i < e->deferred.n; i++)
+        sp_failpoint(e->deferred.items[i]);
+    sp_strlist_clear(&e->deferred);
     for (size_t i = 0; i < e->nclaims; i++) {
         if (!committed) {
             sp_claim_free(&e->claims[i]);
@@ -95,7 +83,6 @@ static void batch_after(sp_engine *e, bool committed, sp_error *err)
 void engine_tick_free(sp_engine *e)
 {
     batch_after(e, false, &(sp_error){0});
-    free(e->deferred);
     free(e->claims);
     free(e->claim_packages);
 }

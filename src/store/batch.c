@@ -28,33 +28,10 @@ static _Thread_local sp_store *held_batch;
 
 bool lg_in_batch(const sp_store *s) { return s && held_batch == s; }
 
-static void names_clear(sp_db_names *l)
+static void names_fire(const sp_strlist *l)
 {
     for (size_t i = 0; i < l->n; i++)
-        free(l->names[i]);
-    free(l->names);
-    *l = (sp_db_names){0};
-}
-
-static void names_add(sp_db_names *l, const char *name)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        char **names = realloc(l->names, cap * sizeof *names);
-        if (!names)
-            return; /* out of memory: a test-only point is lost, nothing else */
-        l->names = names;
-        l->cap = cap;
-    }
-    char *copy = strdup(name);
-    if (copy)
-        l->names[l->n++] = copy;
-}
-
-static void names_fire(const sp_db_names *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        sp_failpoint(l->names[i]);
+        sp_failpoint(l->items[i]);
 }
 
 void lg_failpoint(sp_store *s, const char *name, bool after_commit)
@@ -63,14 +40,15 @@ void lg_failpoint(sp_store *s, const char *name, bool after_commit)
         sp_failpoint(name);
         return;
     }
-    names_add(after_commit ? &s->batch.after_commit : &s->batch.before_commit, name);
+    /* out of memory: a test-only point is lost, nothing else */
+    sp_strlist_add(after_commit ? &s->batch.after_commit : &s->batch.before_commit, name);
 }
 
 static void batch_end(sp_store *s)
 {
     held_batch = NULL;
-    names_clear(&s->batch.before_commit);
-    names_clear(&s->batch.after_commit);
+    sp_strlist_clear(&s->batch.before_commit);
+    sp_strlist_clear(&s->batch.after_commit);
     s->batch = (sp_db_batch){0};
 }
 
@@ -102,8 +80,8 @@ sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err)
         batch_end(s);
         return SP_STORE_OK;
     }
-    sp_db_names after = s->batch.after_commit;
-    s->batch.after_commit = (sp_db_names){0};
+    sp_strlist after = s->batch.after_commit;
+    s->batch.after_commit = (sp_strlist){0};
     size_t requests = s->batch.requests;
     names_fire(&s->batch.before_commit);
     held_batch = NULL; /* the COMMIT is the batch's own, not a request's */
@@ -113,7 +91,7 @@ sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err)
     batch_end(s);
     if (rc == SP_STORE_OK)
         names_fire(&after);
-    names_clear(&after);
+    sp_strlist_clear(&after);
     return rc;
 }
 

@@ -22,6 +22,7 @@
 
 #include <stdatomic.h>
 
+#include "base/strlist.h"
 #include "store/store.h"
 
 typedef enum sp_db_type { SP_DB_NULL, SP_DB_INT, SP_DB_TEXT, SP_DB_BLOB } sp_db_type;
@@ -118,12 +119,6 @@ bool sp_db_cache_put(sp_db_cache *c, const char *key, size_t key_len, void *stmt
 /* Release every entry (the cache stays usable). */
 void sp_db_cache_clear(sp_db_cache *c);
 
-/* Failpoint names a batch fires when it commits (batch.c). */
-typedef struct sp_db_names {
-    char **names;
-    size_t n, cap;
-} sp_db_names;
-
 /* A batch in progress (batch.c): one write transaction that the requests of
  * one thread share, each inside its own savepoint. */
 typedef struct sp_db_batch {
@@ -132,7 +127,7 @@ typedef struct sp_db_batch {
     bool request_open;  /* a request's savepoint (or read) is open */
     bool request_write; /* ... and it is a write (a savepoint) */
     size_t requests;    /* write requests released into the batch */
-    sp_db_names before_commit, after_commit; /* deferred failpoints */
+    sp_strlist before_commit, after_commit; /* deferred failpoints */
 } sp_db_batch;
 
 /* What the adapters hand to the shared logic. */

@@ -227,6 +227,18 @@ typedef struct due_cursor {
     const char *id, *tenant, *run;
 } due_cursor;
 
+/* The cursor's four parameters (none without one); the new count. */
+static size_t after_params(sp_db_val *params, size_t n, const due_cursor *after)
+{
+    if (after) {
+        params[n++] = DB_INT(after->ms);
+        params[n++] = DB_TEXT(after->id);
+        params[n++] = DB_TEXT(after->tenant);
+        params[n++] = DB_TEXT(after->run);
+    }
+    return n;
+}
+
 static sp_store_rc phase_query(sp_store *s, size_t p, const due_cursor *after, uint64_t now,
                                size_t limit, sp_db_rows *rows, sp_error *err)
 {
@@ -235,12 +247,7 @@ static sp_store_rc phase_query(sp_store *s, size_t p, const due_cursor *after, u
     params[n++] = DB_INT(now);
     if (PHASES[p].kind == SP_DUE_DEADLINE)
         params[n++] = DB_INT(now);
-    if (after) {
-        params[n++] = DB_INT(after->ms);
-        params[n++] = DB_TEXT(after->id);
-        params[n++] = DB_TEXT(after->tenant);
-        params[n++] = DB_TEXT(after->run);
-    }
+    n = after_params(params, n, after);
     params[n++] = DB_INT(limit);
     char sql[1024];
     snprintf(sql, sizeof sql, "%s%s", after ? PHASES[p].after : PHASES[p].first,
@@ -331,12 +338,7 @@ static sp_store_rc outbox_query(sp_store *s, const sp_run_key *only, const due_c
         params[n++] = DB_TEXT(only->tenant);
         params[n++] = DB_TEXT(only->run_id);
     }
-    if (after) {
-        params[n++] = DB_INT(after->ms);
-        params[n++] = DB_TEXT(after->id);
-        params[n++] = DB_TEXT(after->tenant);
-        params[n++] = DB_TEXT(after->run);
-    }
+    n = after_params(params, n, after);
     params[n++] = DB_INT(limit);
     char sql[1024];
     snprintf(sql, sizeof sql, "%s%s%s%s", OUTBOX_SELECT, only ? OUTBOX_RUN : "",
