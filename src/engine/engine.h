@@ -104,8 +104,14 @@ typedef struct sp_tick_stats {
     bool more; /* the pass left work it could do now (a full page of ready runs) */
 } sp_tick_stats;
 
-/* One bounded pass. Store `unavailable` counts as idle (stats flag set).
- * Returns -1 only for errors that are not the store's transient kind. */
+/* One bounded pass (docs/step-path.md): sweeps when their timer is due,
+ * then one store batch - one durable commit - that renews due leases,
+ * reports the attempts that settled since the last pass, runs the kernel on
+ * runs with a pending event and claims due steps up to the free slots. The
+ * claimed steps run on the engine's pool; their results become durable in
+ * a later tick, so keep ticking while attempts are in flight (serve() and
+ * run_until_parked() do). Store `unavailable` counts as idle (stats flag
+ * set). Returns -1 only for errors that are not the store's transient kind. */
 int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err);
 
 /* True when the last tick did nothing and no attempt settled since. */
