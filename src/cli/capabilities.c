@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runners/registry.h"
+#include "runners/runner.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
 #include "wasm/world.h"

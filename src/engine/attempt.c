@@ -17,8 +17,6 @@
 #include "base/random.h"
 #include "engine/internal.h"
 #include "json/json.h"
-#include "runners/async_spec.h"
-#include "runners/registry.h"
 
 typedef struct runner_job {
     inflight *a;
@@ -39,7 +37,7 @@ static void *runner_main(void *arg)
 {
     runner_job *job = arg;
     inflight *a = job->a;
-    job->runner->run(&job->ctx, a->claim.action_id, a->action, job->input, &job->out);
+    job->runner->run(&job->ctx, &a->ea->prepared, job->input, &job->out);
     pthread_mutex_lock(&a->mu);
     a->runner_done = true;
     pthread_cond_signal(&a->cv);
@@ -184,12 +182,6 @@ sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const
     return rc;
 }
 
-bool kind_is(const json_t *action, const char *kind)
-{
-    const json_t *k = json_object_get(action, "kind");
-    return json_is_string(k) && strcmp(json_string_value(k), kind) == 0;
-}
-
 /* An async start returned a handle: record it with hold_attempt; from now on
  * the worker holds nothing (engine.md §9). Lost lease: the handle is kept as
  * late evidence, so a person can find the job. */
@@ -197,10 +189,9 @@ static void hold(inflight *a, const sp_activity_output *out)
 {
     sp_engine *e = a->engine;
     sp_error err = {0};
-    sp_async_spec spec;
+    sp_hold_terms terms;
     char *handle = sp_json_encode_alloc(out->handle, NULL, &err);
-    if (!handle || sp_async_spec_parse(a->claim.action_id, a->action, SP_ASYNC_COMMAND, &spec,
-                                       &err)) {
+    if (!handle || engine_action_terms(a->ea, &terms, &err)) {
         free(handle);
         sp_error_clear(&err);
         return; /* cannot happen for a validated action; the lease decides */
@@ -213,8 +204,8 @@ static void hold(inflight *a, const sp_activity_output *out)
         sp_hold_req req = {.attempt = a->claim.attempt,
                            .request_id = request_id,
                            .holder = handle,
-                           .lease_in_ms = spec.has_lease ? spec.lease_ms : spec.timeout_ms,
-                           .deadline_in_ms = spec.timeout_ms};
+                           .lease_in_ms = terms.lease_in_ms,
+                           .deadline_in_ms = terms.deadline_in_ms};
         sp_heartbeat_res res;
         sp_store_rc rc;
         ENGINE_RETRY(e, rc, &err, sp_store_hold_attempt(e->store, &req, &res, &err));
@@ -222,7 +213,6 @@ static void hold(inflight *a, const sp_activity_output *out)
             record_late(a, handle, strlen(handle), "handle-after-lease-expired");
         sp_error_clear(&err);
     }
-    sp_async_spec_free(&spec);
     free(handle);
 }
 
@@ -268,28 +258,25 @@ static bool resolve_action(inflight *a, const sp_runner **runner, sp_activity_ou
         sp_error_clear(&err);
         return false;
     }
-    const sp_workflow *wf = engine_workflow(e, view.package_digest, &err);
+    const engine_action *ea;
+    int rc = engine_action_find(e, view.package_digest, a->claim.action_id, &ea, &err);
     sp_run_view_free(&view);
     sp_error_clear(&err);
-    if (!wf)
+    if (rc)
         return false;
     *host_failed = true;
-    const sp_action *action = sp_workflow_action(wf, a->claim.action_id);
-    if (!action) {
+    if (!ea) {
         sp_output_failure(out, "host.action-missing", false, NULL,
                           "action %s is not in the run's package", a->claim.action_id);
         return true;
     }
-    const json_t *kind = json_object_get(action->raw, "kind");
-    *runner = json_is_string(kind) ? sp_runner_find(json_string_value(kind)) : NULL;
+    *runner = ea->runner;
     if (!*runner) {
         sp_output_failure(out, "host.runner-missing", false, NULL,
                           "no runner for the kind of action %s", a->claim.action_id);
         return true;
     }
-    a->action = json_deep_copy(action->raw);
-    if (!a->action)
-        return false; /* out of memory: abandon, the lease decides */
+    a->ea = ea;
     *host_failed = false;
     return true;
 }
@@ -310,7 +297,7 @@ static void execute(inflight *a, runner_job *job, const sp_runner *runner)
              span);
     char token[SP_TOKEN_MAX + 1];
     sp_error err = {0};
-    bool has_token = json_object_get(a->action, "async") &&
+    bool has_token = json_object_get(a->ea->action->raw, "async") &&
                      engine_token_make(e, &c->attempt, token, sizeof token, &err) == 0;
     sp_error_clear(&err);
     engine_artifacts arts; /* component runners: blobs, secret, audit (artifacts.c) */
@@ -406,7 +393,6 @@ static void free_inflight(inflight *a)
     sp_stop_destroy(&a->stop);
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
-    json_decref(a->action);
     sp_claim_free(&a->claim);
     free(a);
 }

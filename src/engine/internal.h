@@ -10,9 +10,8 @@
 #include <stdatomic.h>
 
 #include "engine/engine.h"
+#include "engine/actions.h"
 #include "kernel/workflow.h"
-#include "runners/artifacts.h"
-#include "runners/pid_handle.h"
 #include "runners/runner.h"
 
 #define ENGINE_PAGE 256
@@ -23,8 +22,7 @@ typedef struct inflight {
     struct inflight *next;
     struct sp_engine *engine;
     sp_claim claim;   /* owned */
-    json_t *action;   /* owned copy of the action object */
-    char kind[32];
+    const engine_action *ea; /* the claimed action (packages.c; valid until the engine is freed) */
     pthread_t thread;
     sp_stop_signal stop;
     bool done;      /* the attempt thread has finished (under engine->mu) */
@@ -34,9 +32,11 @@ typedef struct inflight {
     pthread_cond_t cv;
 } inflight;
 
+typedef struct engine_package engine_package; /* packages.c */
+
 typedef struct package_entry {
     char digest[SP_DIGEST_TEXT_LEN + 1];
-    sp_workflow *wf; /* owned */
+    engine_package *pkg; /* owned */
     uint64_t used;   /* LRU stamp */
 } package_entry;
 
@@ -62,7 +62,7 @@ typedef struct held_job {
     uint32_t attempt_number;
     char node_id[SP_STORE_ID_MAX + 1];
     char action_id[SP_STORE_ID_MAX + 1];
-    json_t *action; /* owned copy */
+    const engine_action *ea; /* the held action (packages.c) */
     json_t *handle; /* owned */
     sp_expire_reason reason; /* HELD_STOP: why the attempt is expired after */
     pthread_t thread;
@@ -83,7 +83,7 @@ typedef struct held_memo {
  * attempt threads may still hold pointers into them. */
 typedef struct package_overflow {
     struct package_overflow *next;
-    sp_workflow *wf;
+    engine_package *pkg;
 } package_overflow;
 
 /* A failing store, as this engine saw it (fault.c; guarded by mu). */
@@ -198,12 +198,12 @@ void engine_held_stop_watches(sp_engine *e);
 /* The run's held attempt of `invocation_id` has no probe or watch this
  * worker can run (only its holder, through the store, can end it). */
 bool engine_held_unobservable(sp_engine *e, const sp_run_key *key, const char *invocation_id,
-                              const sp_action *action);
+                              const engine_action *action);
 /* Run a held attempt's probe or stop now, in this thread (status on demand,
  * step abandon). False when the action and handle allow none. */
 typedef enum engine_hook { ENGINE_HOOK_PROBE, ENGINE_HOOK_STOP } engine_hook;
 bool engine_hook_now(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
-                     const sp_action *a, engine_hook which, sp_holder_state *probe_state);
+                     const engine_action *a, engine_hook which, sp_holder_state *probe_state);
 
 /* Visit every item of scan_due, page by page. The visitor returns 0 to go
  * on, 1 to stop (engine_each_due returns 1), -1 on error. */
@@ -231,8 +231,6 @@ int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reas
  * gone - keep the body as late evidence of `late_kind`. */
 sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const char *body,
                                   size_t len, const char *late_kind, sp_error *err);
-/* True when an action object's kind is `kind`. */
-bool kind_is(const json_t *action, const char *kind);
 
 /* attempt.c */
 int engine_attempt_start(sp_engine *e, sp_claim *claim, sp_error *err);

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "engine/internal.h"
-#include "runners/pid_handle.h"
+#include "base/proc.h"
 
 static void read_host_id(char *out, size_t n)
 {
