@@ -9,8 +9,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "engine/engine.h"
 #include "engine/actions.h"
+#include "engine/engine.h"
 #include "kernel/workflow.h"
 #include "runners/runner.h"
 

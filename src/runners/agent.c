@@ -754,7 +754,7 @@ void sp_agent_outcome_to_output(const sp_agent_outcome *o, sp_activity_output *o
     }
 }
 
-int sp_agent_validate(const char *action_id, const json_t *action, sp_error *err)
+static int agent_validate(const char *action_id, const json_t *action, sp_error *err)
 {
     return sp_agent_action_validate(action_id, action, err);
 }
@@ -786,6 +786,6 @@ static int agent_run(const sp_runner_ctx *ctx, const sp_runner_action *a, const 
  * raw actions), once per attempt. */
 const sp_runner sp_agent_runner = {
     .kind = "agent",
-    .validate = sp_agent_validate,
+    .validate = agent_validate,
     .run = agent_run,
 };

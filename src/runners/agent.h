@@ -54,6 +54,5 @@ void sp_agent_execute(const sp_agent_exec_in *in, sp_agent_outcome *o);
 void sp_agent_outcome_to_output(const sp_agent_outcome *o, sp_activity_output *out);
 
 /* The runner table is sp_agent_runner (registry.h). */
-int sp_agent_validate(const char *action_id, const json_t *action, sp_error *err);
 
 #endif

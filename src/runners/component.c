@@ -284,9 +284,7 @@ sp_holder_state sp_component_probe_response(const char *action_id, const json_t 
     *finished = false;
     const char *holder = json_string_value(json_object_get(doc, "holder"));
     if (json_object_size(doc) == 1 && holder)
-        return strcmp(holder, "alive") == 0  ? SP_HOLDER_ALIVE
-               : strcmp(holder, "dead") == 0 ? SP_HOLDER_DEAD
-                                             : SP_HOLDER_UNKNOWN;
+        return sp_holder_state_parse(holder);
     if (json_is_object(doc) && result_of(action_id, action, doc, out))
         *finished = true;
     return SP_HOLDER_UNKNOWN;
@@ -318,7 +316,7 @@ static void prepared_free(component_prepared *p)
     sp_async_spec_free(&p->async);
 }
 
-int sp_component_validate(const char *action_id, const json_t *action, sp_error *err)
+static int component_validate(const char *action_id, const json_t *action, sp_error *err)
 {
     component_prepared p;
     if (prepare_into(action_id, action, &p, err))
@@ -504,7 +502,7 @@ const sp_runner sp_component_runner = {
     .kind = "component",
     .async = true,
     .observable = true,
-    .validate = sp_component_validate,
+    .validate = component_validate,
     .seal = component_seal,
     .prepare = component_prepare,
     .release = component_release,

@@ -31,7 +31,6 @@
 
 /* The runner table is sp_component_runner (registry.h): validate, seal,
  * prepare, run (spore_start), hold terms, probe, watch, stop. */
-int sp_component_validate(const char *action_id, const json_t *action, sp_error *err);
 
 /* How a runner's spore_start response maps (runners.md §3-4): held with the
  * handle, the activity's result, or component.bad-response /
