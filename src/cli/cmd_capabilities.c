@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
-#include "runners/capabilities.h"
+#include "cli/capabilities.h"
 
 static const char HELP[] =
     "usage: spore capabilities [--json]\n"

@@ -1,8 +1,8 @@
 /*
  * artifacts.c - what the engine hands component runners instead of the
- * store (runners/artifacts.h): sealed blobs by digest, the store's secret,
- * and audit entries for the calling attempt (record_late_evidence, request
- * ID audit/<attemptId>/<kind>/<random>).
+ * store (sp_artifacts in runners/runner.h): sealed blobs by digest, the
+ * store's secret, and audit entries for the calling attempt
+ * (record_late_evidence, request ID audit/<attemptId>/<kind>/<random>).
  *
  * Must never hand out anything but verified-by-the-store bytes under the
  * digest asked for, or keep the secret beyond the engine's own copy.

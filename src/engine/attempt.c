@@ -18,8 +18,6 @@
 #include "base/random.h"
 #include "engine/internal.h"
 #include "json/json.h"
-#include "runners/async_spec.h"
-#include "runners/registry.h"
 
 /* Events renew the lease at most this often (or every heartbeat_ms, if less). */
 #define PROGRESS_BEAT_GAP_MS 1000u
@@ -91,12 +89,6 @@ sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const
     return rc;
 }
 
-bool kind_is(const json_t *action, const char *kind)
-{
-    const json_t *k = json_object_get(action, "kind");
-    return json_is_string(k) && strcmp(json_string_value(k), kind) == 0;
-}
-
 /* An async start returned a handle: record it with hold_attempt; from now on
  * the worker holds nothing (engine.md §9). Lost lease: the handle is kept as
  * late evidence, so a person can find the job. */
@@ -104,10 +96,9 @@ static void hold(inflight *a, const sp_activity_output *out)
 {
     sp_engine *e = a->engine;
     sp_error err = {0};
-    sp_async_spec spec;
+    sp_hold_terms terms;
     char *handle = sp_json_encode_alloc(out->handle, NULL, &err);
-    if (!handle || sp_async_spec_parse(a->claim.action_id, a->action, SP_ASYNC_COMMAND, &spec,
-                                       &err)) {
+    if (!handle || engine_action_terms(a->ea, &terms, &err)) {
         free(handle);
         sp_error_clear(&err);
         return; /* cannot happen for a validated action; the lease decides */
@@ -120,8 +111,8 @@ static void hold(inflight *a, const sp_activity_output *out)
         sp_hold_req req = {.attempt = a->claim.attempt,
                            .request_id = request_id,
                            .holder = handle,
-                           .lease_in_ms = spec.has_lease ? spec.lease_ms : spec.timeout_ms,
-                           .deadline_in_ms = spec.timeout_ms};
+                           .lease_in_ms = terms.lease_in_ms,
+                           .deadline_in_ms = terms.deadline_in_ms};
         sp_heartbeat_res res;
         sp_store_rc rc;
         ENGINE_RETRY(e, rc, &err, sp_store_hold_attempt(e->store, &req, &res, &err));
@@ -129,7 +120,6 @@ static void hold(inflight *a, const sp_activity_output *out)
             record_late(a, handle, strlen(handle), "handle-after-lease-expired");
         sp_error_clear(&err);
     }
-    sp_async_spec_free(&spec);
     free(handle);
 }
 
@@ -168,27 +158,24 @@ static bool resolve_action(inflight *a, const sp_runner **runner, bool *host_fai
 {
     sp_engine *e = a->engine;
     sp_error err = {0};
-    const sp_workflow *wf = engine_workflow(e, a->package_digest, &err);
+    const engine_action *ea;
+    int rc = engine_action_find(e, a->package_digest, a->claim.action_id, &ea, &err);
     sp_error_clear(&err);
-    if (!wf)
+    if (rc)
         return false;
     *host_failed = true;
-    const sp_action *action = sp_workflow_action(wf, a->claim.action_id);
-    if (!action) {
+    if (!ea) {
         sp_output_failure(&a->out, "host.action-missing", false, NULL,
                           "action %s is not in the run's package", a->claim.action_id);
         return true;
     }
-    const json_t *kind = json_object_get(action->raw, "kind");
-    *runner = json_is_string(kind) ? sp_runner_find(json_string_value(kind)) : NULL;
+    *runner = ea->runner;
     if (!*runner) {
         sp_output_failure(&a->out, "host.runner-missing", false, NULL,
                           "no runner for the kind of action %s", a->claim.action_id);
         return true;
     }
-    a->action = json_deep_copy(action->raw);
-    if (!a->action)
-        return false; /* out of memory: abandon, the lease decides */
+    a->ea = ea;
     *host_failed = false;
     return true;
 }
@@ -209,7 +196,7 @@ static void execute(inflight *a, const sp_runner *runner)
              span);
     char token[SP_TOKEN_MAX + 1];
     sp_error err = {0};
-    bool has_token = json_object_get(a->action, "async") &&
+    bool has_token = json_object_get(a->ea->action->raw, "async") &&
                      engine_token_make(e, &c->attempt, token, sizeof token, &err) == 0;
     sp_error_clear(&err);
     engine_artifacts arts; /* component runners: blobs, secret, audit (artifacts.c) */
@@ -230,7 +217,7 @@ static void execute(inflight *a, const sp_runner *runner)
                          .progress = on_progress, /* agent events */
                          .progress_ctx = a,
                          .artifacts = &arts.api};
-    runner->run(&ctx, c->action_id, a->action, input, &a->out);
+    runner->run(&ctx, &a->ea->prepared, input, &a->out);
     json_decref(input);
 }
 
@@ -379,7 +366,6 @@ uint64_t engine_attempts_next_beat_in(sp_engine *e)
 static void free_inflight(inflight *a)
 {
     sp_stop_destroy(&a->stop);
-    json_decref(a->action);
     sp_activity_output_free(&a->out);
     sp_claim_free(&a->claim);
     free(a);

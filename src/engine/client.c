@@ -15,7 +15,6 @@
 #include "engine/internal.h"
 #include "engine/validate.h"
 #include "json/json.h"
-#include "runners/component_seal.h"
 
 static bool key_char_ok(char c)
 {

@@ -17,7 +17,6 @@
 
 #include "base/failpoint.h"
 #include "engine/internal.h"
-#include "runners/registry.h"
 
 /* Free slots: attempts this engine may still take on. */
 static uint32_t free_slots(sp_engine *e)
@@ -62,15 +61,14 @@ static bool confirm_duplicate(sp_engine *e, const sp_claim *claim, sp_error *err
 static bool workable(sp_engine *e, const sp_due_item *item)
 {
     sp_error err = {0};
-    const sp_workflow *wf = engine_workflow(e, item->package_digest, &err);
+    const engine_action *ea;
+    int rc = engine_action_find(e, item->package_digest, item->action_id, &ea, &err);
     sp_error_clear(&err);
-    const sp_action *action = wf ? sp_workflow_action(wf, item->action_id) : NULL;
-    if (!action)
-        return wf != NULL; /* a missing action: claim it, the attempt reports host.action-missing */
-    const json_t *kind = json_object_get(action->raw, "kind");
-    const sp_runner *runner = json_is_string(kind) ? sp_runner_find(json_string_value(kind)) : NULL;
-    char why[256];
-    return runner && !runner->external && !sp_action_unservable(action->raw, why, sizeof why);
+    if (rc)
+        return false;
+    if (!ea)
+        return true; /* a missing action: claim it, the attempt reports host.action-missing */
+    return ea->runner && !ea->runner->external && !ea->unservable;
 }
 
 static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats, sp_error *err)

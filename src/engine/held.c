@@ -5,13 +5,15 @@
  * the activity slots, own limit, stopped on shutdown), a probe at most
  * every probeEveryMs, and at the deadline (or lease) the stop hook before
  * the attempt is expired. The first result from any channel wins (the store
- * fences the rest, which become late evidence). A component runner's probe
- * may answer the step's result itself, which finishes the attempt like a
- * watch result.
+ * fences the rest, which become late evidence). A runner's probe may
+ * answer the step's result itself (a component runner's does), which
+ * finishes the attempt like a watch result. What a held attempt allows is
+ * its runner's to say (engine_action_can, runner->probe / watch / stop).
  *
  * Must never block the tick (hooks run in their own threads), expire a held
  * attempt on anything but an explicit `dead`, its deadline or its lease, or
- * start a second watch of one attempt in this engine.
+ * start a second watch of one attempt in this engine, or name an action
+ * kind.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +22,6 @@
 #include "base/failpoint.h"
 #include "engine/internal.h"
 #include "json/json.h"
-#include "runners/hooks.h"
-#include "runners/registry.h"
 
 #define WATCH_MAX 16
 #define PROBE_MAX 4
@@ -109,10 +109,26 @@ static void finish_with(held_job *j, const sp_activity_output *out)
 
 static void expire_now(held_job *j, sp_expire_reason reason);
 
-static void run_watch(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx)
+/* A probe whose finished result is left to the periodic probe (probe()):
+ * here it reads as unknown, so no caller decides on it. */
+static sp_holder_state probe_state(const engine_action *ea, const sp_runner_ctx *ctx,
+                                   const json_t *handle)
 {
     sp_activity_output out;
-    if (sp_hook_watch(ctx, spec, j->action_id, j->action, j->handle, &out)) {
+    bool finished = false;
+    sp_holder_state s = ea->runner->probe(ctx, &ea->prepared, handle, &out, &finished);
+    if (finished) {
+        sp_activity_output_free(&out);
+        return SP_HOLDER_UNKNOWN;
+    }
+    return s;
+}
+
+static void run_watch(held_job *j, sp_runner_ctx *ctx)
+{
+    const engine_action *ea = j->ea;
+    sp_activity_output out;
+    if (ea->runner->watch(ctx, &ea->prepared, j->handle, &out)) {
         if (!sp_stop_fired(&j->stop))
             finish_with(j, &out);
         sp_activity_output_free(&out);
@@ -121,17 +137,17 @@ static void run_watch(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx
     /* Lost sight. A job that is gone without a result is over: with a watch,
      * only the watch may conclude that (a probe alone could race the watch
      * reading the result of a job that just ended). */
-    if (!sp_stop_fired(&j->stop) && sp_hook_can_probe(spec, j->handle) &&
-        sp_hook_probe(ctx, spec, j->handle) == SP_HOLDER_DEAD) {
+    if (!sp_stop_fired(&j->stop) && engine_action_can(ea, SP_HOOK_PROBE, j->handle) &&
+        probe_state(ea, ctx, j->handle) == SP_HOLDER_DEAD) {
         expire_now(j, SP_EXPIRE_PROBE_DEAD);
         return;
     }
     pthread_mutex_lock(&j->engine->mu); /* try again later */
     held_memo *m = memo(j->engine, &j->attempt);
     if (m)
-        m->watch_after_ms = engine_mono_ms() + (spec->probe_every_ms > WATCH_RETRY_MIN_MS
-                                             ? spec->probe_every_ms
-                                             : WATCH_RETRY_MIN_MS);
+        m->watch_after_ms = engine_mono_ms() + (ea->terms.probe_every_ms > WATCH_RETRY_MIN_MS
+                                                    ? ea->terms.probe_every_ms
+                                                    : WATCH_RETRY_MIN_MS);
     pthread_mutex_unlock(&j->engine->mu);
 }
 
@@ -157,12 +173,12 @@ static bool stopping(sp_engine *e, const sp_attempt_ref *ref)
 /* A probe saying dead ends the attempt, unless a watch can still deliver the
  * result of a job that just ended (then the watch decides: see run_watch),
  * or a stop job is ending it with the deadline's reason. */
-static void probe(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx)
+static void probe(held_job *j, sp_runner_ctx *ctx)
 {
+    const engine_action *ea = j->ea;
     sp_activity_output out;
     bool finished = false;
-    sp_holder_state state =
-        sp_hook_probe_result(ctx, spec, j->action_id, j->action, j->handle, &out, &finished);
+    sp_holder_state state = ea->runner->probe(ctx, &ea->prepared, j->handle, &out, &finished);
     if (finished) { /* a component runner's probe returned the step's result */
         if (!sp_stop_fired(&j->stop) && !stopping(j->engine, &j->attempt))
             finish_with(j, &out);
@@ -171,7 +187,7 @@ static void probe(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx)
     }
     if (state != SP_HOLDER_DEAD || stopping(j->engine, &j->attempt))
         return;
-    if (!sp_hook_can_watch(spec)) {
+    if (!engine_action_can(ea, SP_HOOK_WATCH, j->handle)) {
         expire_now(j, SP_EXPIRE_PROBE_DEAD);
         return;
     }
@@ -185,21 +201,15 @@ static void probe(held_job *j, const sp_async_spec *spec, sp_runner_ctx *ctx)
 static void *job_main(void *arg)
 {
     held_job *j = arg;
-    sp_async_spec spec;
-    sp_error err = {0};
     sp_runner_ctx ctx = hook_ctx(j);
-    if (sp_async_spec_parse(j->action_id, j->action, SP_ASYNC_COMMAND, &spec, &err) == 0) {
-        if (j->kind == HELD_WATCH)
-            run_watch(j, &spec, &ctx);
-        else if (j->kind == HELD_PROBE)
-            probe(j, &spec, &ctx);
-        else if (j->kind == HELD_STOP) {
-            sp_hook_stop(&ctx, &spec, j->handle);
-            expire_now(j, j->reason);
-        }
-        sp_async_spec_free(&spec);
+    if (j->kind == HELD_WATCH) {
+        run_watch(j, &ctx);
+    } else if (j->kind == HELD_PROBE) {
+        probe(j, &ctx);
+    } else if (j->kind == HELD_STOP) {
+        j->ea->runner->stop(&ctx, &j->ea->prepared, j->handle);
+        expire_now(j, j->reason);
     }
-    sp_error_clear(&err);
     pthread_mutex_lock(&j->engine->mu);
     j->done = true;
     j->engine->settled++;
@@ -211,15 +221,14 @@ static void *job_main(void *arg)
 static void free_job(held_job *j)
 {
     json_decref(j->handle);
-    json_decref(j->action);
     sp_stop_destroy(&j->stop);
     free(j);
 }
 
 /* Start a job (called with e->mu held). */
 static void start_job(sp_engine *e, held_job_kind kind, const sp_attempt_ref *ref,
-                      uint32_t attempt_number, const char *node_id, const char *action_id,
-                      const json_t *action, const json_t *handle, sp_expire_reason reason)
+                      uint32_t attempt_number, const char *node_id, const engine_action *ea,
+                      const json_t *handle, sp_expire_reason reason)
 {
     held_job *j = calloc(1, sizeof *j);
     sp_error err = {0};
@@ -233,12 +242,12 @@ static void start_job(sp_engine *e, held_job_kind kind, const sp_attempt_ref *re
     j->attempt = *ref;
     j->attempt_number = attempt_number;
     snprintf(j->node_id, sizeof j->node_id, "%s", node_id);
-    snprintf(j->action_id, sizeof j->action_id, "%s", action_id);
-    j->action = json_deep_copy(action);
+    snprintf(j->action_id, sizeof j->action_id, "%s", ea->action->id);
+    j->ea = ea;
     j->handle = json_deep_copy(handle);
     j->reason = reason;
     engine_artifacts_init(e, ref, &j->arts);
-    if (!j->action || !j->handle || pthread_create(&j->thread, NULL, job_main, j) != 0) {
+    if (!j->handle || pthread_create(&j->thread, NULL, job_main, j) != 0) {
         free_job(j);
         return;
     }
@@ -290,52 +299,42 @@ static uint32_t count_jobs(sp_engine *e, held_job_kind kind)
 
 /* ---- the tick's part ---- */
 
-typedef struct held_action {
-    const json_t *action;
-    sp_async_spec spec;
-} held_action;
-
-/* The action of a held item, when this host can serve it. */
-static bool load_action(sp_engine *e, const char *package_digest, const char *action_id,
-                        held_action *out)
+/* The action of a held item, when a worker of this host can look after it
+ * (not an external step, nor one this host cannot serve). */
+static const engine_action *load_action(sp_engine *e, const char *package_digest,
+                                        const char *action_id)
 {
     sp_error err = {0};
-    const sp_workflow *wf = engine_workflow(e, package_digest, &err);
-    const sp_action *a = wf ? sp_workflow_action(wf, action_id) : NULL;
-    char why[256];
-    bool ok = a && (kind_is(a->raw, "command") || kind_is(a->raw, "component")) &&
-              !sp_action_unservable(a->raw, why, sizeof why) &&
-              sp_async_spec_parse(action_id, a->raw, SP_ASYNC_COMMAND, &out->spec, &err) == 0;
+    const engine_action *ea = engine_action_get(e, package_digest, action_id, &err);
     sp_error_clear(&err);
-    out->action = ok ? a->raw : NULL;
-    return ok;
+    return engine_action_observable(ea) ? ea : NULL;
 }
 
 static void look_after(sp_engine *e, const sp_held_item *item, uint64_t now)
 {
-    held_action ha;
-    if (!load_action(e, item->package_digest, item->action_id, &ha))
+    const engine_action *ea = load_action(e, item->package_digest, item->action_id);
+    if (!ea)
         return; /* external, or capability missing: left untouched */
     json_t *handle = sp_json_parse(item->holder, strlen(item->holder), NULL);
     pthread_mutex_lock(&e->mu);
     held_memo *m = handle ? memo(e, &item->attempt) : NULL;
     if (m && !e->shutting_down) {
         m->seen = true;
-        if (sp_hook_can_watch(&ha.spec) && now >= m->watch_after_ms &&
+        if (engine_action_can(ea, SP_HOOK_WATCH, handle) && now >= m->watch_after_ms &&
             !job_running(e, &item->attempt, HELD_WATCH) && count_jobs(e, HELD_WATCH) < WATCH_MAX)
-            start_job(e, HELD_WATCH, &item->attempt, item->attempt_number, item->node_id,
-                      item->action_id, ha.action, handle, SP_EXPIRE_LEASE);
-        if (sp_hook_can_probe(&ha.spec, handle) && now - m->last_probe_ms >= ha.spec.probe_every_ms &&
+            start_job(e, HELD_WATCH, &item->attempt, item->attempt_number, item->node_id, ea,
+                      handle, SP_EXPIRE_LEASE);
+        if (engine_action_can(ea, SP_HOOK_PROBE, handle) &&
+            now - m->last_probe_ms >= ea->terms.probe_every_ms &&
             !job_running(e, &item->attempt, HELD_PROBE) &&
             !job_running(e, &item->attempt, HELD_STOP) && count_jobs(e, HELD_PROBE) < PROBE_MAX) {
             m->last_probe_ms = now;
-            start_job(e, HELD_PROBE, &item->attempt, item->attempt_number, item->node_id,
-                      item->action_id, ha.action, handle, SP_EXPIRE_PROBE_DEAD);
+            start_job(e, HELD_PROBE, &item->attempt, item->attempt_number, item->node_id, ea,
+                      handle, SP_EXPIRE_PROBE_DEAD);
         }
     }
     pthread_mutex_unlock(&e->mu);
     json_decref(handle);
-    sp_async_spec_free(&ha.spec);
 }
 
 int engine_held_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
@@ -375,20 +374,15 @@ int engine_held_expire(sp_engine *e, const sp_due_item *item, sp_tick_stats *sta
     bool found = false;
     if (engine_held_lookup(e, &item->attempt, &held, &found, err))
         return -1;
-    held_action ha;
     json_t *handle = found ? sp_json_parse(held.holder, strlen(held.holder), NULL) : NULL;
-    bool stoppable = handle && load_action(e, held.package_digest, held.action_id, &ha);
+    const engine_action *ea = handle ? load_action(e, held.package_digest, held.action_id) : NULL;
+    bool stoppable = ea && engine_action_can(ea, SP_HOOK_STOP, handle);
     if (stoppable) {
-        if (sp_hook_can_stop(&ha.spec, handle)) {
-            pthread_mutex_lock(&e->mu);
-            if (!job_running(e, &item->attempt, HELD_STOP))
-                start_job(e, HELD_STOP, &item->attempt, held.attempt_number, held.node_id,
-                          held.action_id, ha.action, handle, reason);
-            pthread_mutex_unlock(&e->mu);
-        } else {
-            stoppable = false;
-        }
-        sp_async_spec_free(&ha.spec);
+        pthread_mutex_lock(&e->mu);
+        if (!job_running(e, &item->attempt, HELD_STOP))
+            start_job(e, HELD_STOP, &item->attempt, held.attempt_number, held.node_id, ea, handle,
+                      reason);
+        pthread_mutex_unlock(&e->mu);
     }
     json_decref(handle);
     if (found)
@@ -409,8 +403,8 @@ int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *ou
     int rc = sp_store_list_invocations(e->store, &ref->key, &list, err) == SP_STORE_OK ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < list.n && !*found; i++) {
         sp_invocation_view *v = &list.items[i];
-        if (!v->has_attempt || !v->holder || strcmp(v->attempt_id, ref->attempt_id) != 0 ||
-            strcmp(v->attempt_status, "running") != 0)
+        if (engine_attempt_state_of(v) != ENGINE_ATTEMPT_RUNNING || !v->holder ||
+            strcmp(v->attempt_id, ref->attempt_id) != 0)
             continue;
         memset(out, 0, sizeof *out);
         out->attempt = *ref;
@@ -431,47 +425,41 @@ int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *ou
 }
 
 bool engine_held_unobservable(sp_engine *e, const sp_run_key *key, const char *invocation_id,
-                              const sp_action *action)
+                              const engine_action *action)
 {
     sp_invocation_list list;
     sp_error err = {0};
-    if (!invocation_id || sp_store_list_invocations(e->store, key, &list, &err) != SP_STORE_OK) {
+    if (!invocation_id || !engine_action_observable(action) ||
+        sp_store_list_invocations(e->store, key, &list, &err) != SP_STORE_OK) {
         sp_error_clear(&err);
         return false;
     }
     bool unobservable = false;
     for (size_t i = 0; i < list.n; i++) {
         const sp_invocation_view *v = &list.items[i];
-        if (strcmp(v->invocation_id, invocation_id) != 0 || !v->has_attempt || !v->holder ||
-            strcmp(v->attempt_status, "running") != 0)
+        if (strcmp(v->invocation_id, invocation_id) != 0 ||
+            engine_attempt_state_of(v) != ENGINE_ATTEMPT_RUNNING || !v->holder)
             continue;
-        sp_async_spec spec;
         json_t *handle = sp_json_parse(v->holder, strlen(v->holder), NULL);
-        if (handle &&
-            sp_async_spec_parse(action->id, action->raw, SP_ASYNC_COMMAND, &spec, &err) == 0) {
-            unobservable = !sp_hook_can_probe(&spec, handle) && !sp_hook_can_watch(&spec);
-            sp_async_spec_free(&spec);
-        }
+        if (handle)
+            unobservable = !engine_action_can(action, SP_HOOK_PROBE, handle) &&
+                           !engine_action_can(action, SP_HOOK_WATCH, handle);
         json_decref(handle);
     }
-    sp_error_clear(&err);
     sp_invocation_list_free(&list);
     return unobservable;
 }
 
 bool engine_hook_now(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
-                     const sp_action *a, engine_hook which, sp_holder_state *probe_state)
+                     const engine_action *a, engine_hook which, sp_holder_state *probe_state_out)
 {
-    sp_async_spec spec;
-    sp_error err = {0};
-    if (!v->holder || !(kind_is(a->raw, "command") || kind_is(a->raw, "component")) ||
-        sp_async_spec_parse(a->id, a->raw, SP_ASYNC_COMMAND, &spec, &err)) {
-        sp_error_clear(&err);
+    if (!v->holder || !engine_action_observable(a))
         return false;
-    }
+    sp_error err = {0};
     json_t *handle = sp_json_parse(v->holder, strlen(v->holder), NULL);
-    bool possible = handle && (which == ENGINE_HOOK_PROBE ? sp_hook_can_probe(&spec, handle)
-                                                          : sp_hook_can_stop(&spec, handle));
+    bool possible =
+        handle && engine_action_can(a, which == ENGINE_HOOK_PROBE ? SP_HOOK_PROBE : SP_HOOK_STOP,
+                                    handle);
     sp_stop_signal never;
     if (possible && sp_stop_init(&never, &err) == 0) {
         sp_attempt_ref ref = {.key = *key, .fence = v->fence};
@@ -491,15 +479,14 @@ bool engine_hook_now(sp_engine *e, const sp_run_key *key, const sp_invocation_vi
                              .base_dir = e->base_dir,
                              .stop = &never};
         if (which == ENGINE_HOOK_PROBE)
-            *probe_state = sp_hook_probe(&ctx, &spec, handle);
+            *probe_state_out = probe_state(a, &ctx, handle);
         else
-            sp_hook_stop(&ctx, &spec, handle);
+            a->runner->stop(&ctx, &a->prepared, handle);
         sp_stop_destroy(&never);
     } else {
         possible = false;
     }
     sp_error_clear(&err);
     json_decref(handle);
-    sp_async_spec_free(&spec);
     return possible;
 }

@@ -10,10 +10,9 @@
 #include <stdatomic.h>
 
 #include "base/strlist.h"
+#include "engine/actions.h"
 #include "engine/engine.h"
 #include "kernel/workflow.h"
-#include "runners/artifacts.h"
-#include "runners/pid_handle.h"
 #include "runners/runner.h"
 
 #define ENGINE_PAGE 256
@@ -37,7 +36,9 @@ typedef struct inflight {
     struct sp_engine *engine;
     sp_claim claim; /* owned */
     char package_digest[SP_DIGEST_TEXT_LEN + 1];
-    json_t *action; /* owned copy of the action object (pool thread, then tick) */
+    /* the claimed action (packages.c; valid until the engine is freed), set
+     * by the pool thread */
+    const engine_action *ea;
     sp_stop_signal stop;
     attempt_state state; /* under engine->mu */
     bool beat_wanted;    /* an agent event asked for an early heartbeat (engine->mu) */
@@ -51,9 +52,11 @@ typedef struct inflight {
     uint64_t last_beat_ms; /* monotonic */
 } inflight;
 
+typedef struct engine_package engine_package; /* packages.c */
+
 typedef struct package_entry {
     char digest[SP_DIGEST_TEXT_LEN + 1];
-    sp_workflow *wf; /* owned */
+    engine_package *pkg; /* owned */
     uint64_t used;   /* LRU stamp */
 } package_entry;
 
@@ -79,7 +82,7 @@ typedef struct held_job {
     uint32_t attempt_number;
     char node_id[SP_STORE_ID_MAX + 1];
     char action_id[SP_STORE_ID_MAX + 1];
-    json_t *action; /* owned copy */
+    const engine_action *ea; /* the held action (packages.c) */
     json_t *handle; /* owned */
     sp_expire_reason reason; /* HELD_STOP: why the attempt is expired after */
     pthread_t thread;
@@ -100,7 +103,7 @@ typedef struct held_memo {
  * attempt threads may still hold pointers into them. */
 typedef struct package_overflow {
     struct package_overflow *next;
-    sp_workflow *wf;
+    engine_package *pkg;
 } package_overflow;
 
 /* The decoded state of one run this engine drives (runstate.c). */
@@ -243,12 +246,12 @@ void engine_held_stop_watches(sp_engine *e);
 /* The run's held attempt of `invocation_id` has no probe or watch this
  * worker can run (only its holder, through the store, can end it). */
 bool engine_held_unobservable(sp_engine *e, const sp_run_key *key, const char *invocation_id,
-                              const sp_action *action);
+                              const engine_action *action);
 /* Run a held attempt's probe or stop now, in this thread (status on demand,
  * step abandon). False when the action and handle allow none. */
 typedef enum engine_hook { ENGINE_HOOK_PROBE, ENGINE_HOOK_STOP } engine_hook;
 bool engine_hook_now(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
-                     const sp_action *a, engine_hook which, sp_holder_state *probe_state);
+                     const engine_action *a, engine_hook which, sp_holder_state *probe_state);
 
 /* Visit every item of scan_due, page by page. The visitor returns 0 to go
  * on, 1 to stop (engine_each_due returns 1), -1 on error. */
@@ -276,8 +279,6 @@ int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reas
  * gone - keep the body as late evidence of `late_kind`. */
 sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const char *body,
                                   size_t len, const char *late_kind, sp_error *err);
-/* True when an action object's kind is `kind`. */
-bool kind_is(const json_t *action, const char *kind);
 
 /* attempt.c: an attempt's life in this engine. Start hands a committed
  * claim to the pool; the tick reports what settled (in its batch), renews

@@ -13,7 +13,6 @@
 
 #include "engine/internal.h"
 #include "json/json.h"
-#include "runners/registry.h"
 
 /* The running step waits on someone no local hook can observe: an external
  * step (claimed or not), a held async step with neither a probe nor a watch
@@ -26,11 +25,11 @@ static bool waits_on_actor(sp_engine *e, const sp_run_view *v)
     const char *action_id = json_string_value(json_object_get(inv, "actionId"));
     const char *inv_id = json_string_value(json_object_get(inv, "invocationId"));
     sp_error err = {0};
-    const sp_workflow *wf = action_id ? engine_workflow(e, v->package_digest, &err) : NULL;
-    const sp_action *a = wf ? sp_workflow_action(wf, action_id) : NULL;
-    char why[256];
-    bool waits = a && (kind_is(a->raw, "external") || sp_action_unservable(a->raw, why, sizeof why));
-    if (a && !waits && kind_is(a->raw, "command") && json_object_get(a->raw, "async"))
+    const engine_action *a = action_id ? engine_action_get(e, v->package_digest, action_id, &err)
+                                       : NULL;
+    bool waits = a && (a->unservable || a->runner->external);
+    if (a && !waits && a->held && !engine_action_can(a, SP_HOOK_PROBE, NULL) &&
+        !engine_action_can(a, SP_HOOK_WATCH, NULL))
         waits = engine_held_unobservable(e, &v->key, inv_id, a);
     sp_error_clear(&err);
     json_decref(snap);

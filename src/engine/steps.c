@@ -14,8 +14,6 @@
 #include "base/random.h"
 #include "engine/internal.h"
 #include "json/json.h"
-#include "runners/async_spec.h"
-#include "runners/registry.h"
 
 void sp_step_claim_free(sp_step_claim *c)
 {
@@ -23,16 +21,6 @@ void sp_step_claim_free(sp_step_claim *c)
     json_decref(c->outcomes);
     json_decref(c->description);
     memset(c, 0, sizeof *c);
-}
-
-static const sp_action *action_of(sp_engine *e, const char *package_digest, const char *action_id,
-                                  sp_error *err)
-{
-    const sp_workflow *wf = engine_workflow(e, package_digest, err);
-    const sp_action *a = wf ? sp_workflow_action(wf, action_id) : NULL;
-    if (wf && !a)
-        sp_fail(err, "host.action-missing", "action %s is not in the run's package", action_id);
-    return a;
 }
 
 static bool actor_matches(const json_t *action, const char *actor)
@@ -87,12 +75,12 @@ static int try_claim(sp_engine *e, const sp_due_item *item, const char *actor, c
                      sp_step_claim *out, sp_error *err)
 {
     sp_error lookup = {0};
-    const sp_action *a = action_of(e, item->package_digest, item->action_id, &lookup);
+    const engine_action *ea = engine_action_get(e, item->package_digest, item->action_id, &lookup);
     sp_error_clear(&lookup);
-    if (!a || !kind_is(a->raw, "external") || !actor_matches(a->raw, actor))
+    if (!ea || !ea->runner || !ea->runner->external || !actor_matches(ea->action->raw, actor))
         return 0;
-    sp_async_spec spec;
-    if (sp_async_spec_parse(a->id, a->raw, SP_ASYNC_EXTERNAL, &spec, err))
+    sp_hold_terms terms;
+    if (engine_action_terms(ea, &terms, err))
         return -1;
     char owner[40], request_id[SP_STORE_REQUEST_ID_MAX];
     memcpy(owner, "ext-", 4);
@@ -102,10 +90,9 @@ static int try_claim(sp_engine *e, const sp_due_item *item, const char *actor, c
                         .request_id = request_id,
                         .invocation_id = item->id,
                         .worker = owner,
-                        .lease_duration_ms = spec.has_lease ? spec.lease_ms : spec.timeout_ms,
+                        .lease_duration_ms = terms.lease_in_ms,
                         .holder = holder,
-                        .deadline_in_ms = spec.timeout_ms};
-    sp_async_spec_free(&spec);
+                        .deadline_in_ms = terms.deadline_in_ms};
     sp_claim c;
     sp_store_rc rc;
     ENGINE_RETRY(e, rc, err, sp_store_claim_attempt(e->store, &req, &c, err));
@@ -115,7 +102,7 @@ static int try_claim(sp_engine *e, const sp_due_item *item, const char *actor, c
         sp_error_clear(err); /* someone else was faster */
         return 0;
     }
-    int r = fill_claim(e, &c, a, out, err) ? -1 : 1;
+    int r = fill_claim(e, &c, ea->action, out, err) ? -1 : 1;
     sp_claim_free(&c);
     return r;
 }
@@ -159,7 +146,7 @@ int sp_engine_step_claim(sp_engine *e, const char *run_id, const char *actor,
 typedef struct step_ctx {
     sp_attempt_ref ref;
     uint32_t attempt_number;
-    const sp_action *action;
+    const engine_action *action;
 } step_ctx;
 
 static int from_token(sp_engine *e, const char *token, step_ctx *s, sp_error *err)
@@ -185,7 +172,7 @@ static int from_token(sp_engine *e, const char *token, step_ctx *s, sp_error *er
             sp_run_view_free(&view);
         return sp_fail(err, "step.token-invalid", "the token names no step of this store");
     }
-    s->action = action_of(e, view.package_digest, action_id, err);
+    s->action = engine_action_get(e, view.package_digest, action_id, err);
     sp_run_view_free(&view);
     return s->action ? 0 : -1;
 }
@@ -195,15 +182,12 @@ int sp_engine_step_renew(sp_engine *e, const char *token, uint64_t *lease_until_
     step_ctx s;
     if (from_token(e, token, &s, err))
         return -1;
-    sp_async_spec spec;
-    bool external = kind_is(s.action->raw, "external");
-    if (sp_async_spec_parse(s.action->id, s.action->raw,
-                            external ? SP_ASYNC_EXTERNAL : SP_ASYNC_COMMAND, &spec, err))
+    sp_hold_terms terms;
+    if (engine_action_terms(s.action, &terms, err))
         return -1;
     char request_id[SP_STORE_REQUEST_ID_MAX];
     engine_request_id(e, "renew", s.ref.attempt_id, request_id, sizeof request_id);
-    sp_heartbeat_req req = {s.ref, request_id, spec.has_lease ? spec.lease_ms : spec.timeout_ms};
-    sp_async_spec_free(&spec);
+    sp_heartbeat_req req = {s.ref, request_id, terms.lease_in_ms};
     sp_heartbeat_res res;
     sp_store_rc rc;
     ENGINE_RETRY(e, rc, err, sp_store_heartbeat(e->store, &req, &res, err));
@@ -234,9 +218,10 @@ int sp_engine_step_complete(sp_engine *e, const char *token, const char *outcome
     step_ctx s;
     if (from_token(e, token, &s, err))
         return -1;
-    if (!sp_action_declares(s.action, outcome, strlen(outcome)))
+    if (!sp_action_declares(s.action->action, outcome, strlen(outcome)))
         return sp_fail(err, "step.undeclared-outcome",
-                       "action %s does not declare outcome \"%s\"", s.action->id, outcome);
+                       "action %s does not declare outcome \"%s\"", s.action->action->id,
+                       outcome);
     sp_buf b = SP_BUF_INIT;
     b.limit = SP_STORE_EVENT_MAX - 1024; /* room for the result's other members */
     int rc = sp_json_encode(output ? output : json_null(), &b, err);
@@ -275,10 +260,10 @@ static void stop_job(sp_engine *e, const sp_run_key *key, const sp_invocation_vi
                      const char *package_digest)
 {
     sp_error err = {0};
-    const sp_action *a = action_of(e, package_digest, v->action_id, &err);
+    const engine_action *ea = engine_action_get(e, package_digest, v->action_id, &err);
     sp_error_clear(&err);
-    if (a)
-        engine_hook_now(e, key, v, a, ENGINE_HOOK_STOP, NULL);
+    if (ea)
+        engine_hook_now(e, key, v, ea, ENGINE_HOOK_STOP, NULL);
 }
 
 int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id, size_t n,
@@ -293,7 +278,7 @@ int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id
         rc = sp_fail(err, "step.none", "run %s has no running step to abandon", key->run_id);
         for (size_t i = 0; i < list.n; i++) {
             const sp_invocation_view *v = &list.items[i];
-            if (!v->has_attempt || strcmp(v->attempt_status, "running") != 0)
+            if (engine_attempt_state_of(v) != ENGINE_ATTEMPT_RUNNING)
                 continue;
             sp_error_clear(err);
             stop_job(e, key, v, view.package_digest);

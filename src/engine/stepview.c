@@ -4,54 +4,56 @@
  * capability-missing), holder, deadline, lease and attempt, and for a held
  * step this host can probe, the answer of an on-demand probe.
  *
- * Must never change the run: an on-demand probe that says `dead` is shown,
- * and the next sweep (or probe of any worker) ends the attempt.
+ * Must never change the run (an on-demand probe that says `dead` is shown,
+ * and the next sweep, or probe of any worker, ends the attempt), or name an
+ * action kind: the kind shown is the action's as written.
  */
 #include <string.h>
 
 #include "engine/internal.h"
 #include "json/decimal.h"
 #include "json/json.h"
-#include "runners/registry.h"
 
-static const char *state_of(const sp_invocation_view *v, const json_t *action)
+static const char *state_of(const sp_invocation_view *v, const engine_action *ea)
 {
-    char why[256];
-    if (sp_action_unservable(action, why, sizeof why))
+    if (ea->unservable)
         return "capability-missing";
-    if (strcmp(v->status, "pending") == 0)
+    switch (engine_step_state_of(v)) {
+    case ENGINE_STEP_PENDING:
         return "ready";
-    if (strcmp(v->status, "running") == 0)
-        return v->holder || kind_is(action, "external") ? "held" : "running";
-    return "settled";
+    case ENGINE_STEP_RUNNING:
+        return v->holder || ea->runner->external ? "held" : "running";
+    default:
+        return "settled";
+    }
 }
 
 static json_t *probe_now(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
-                         const sp_action *a)
+                         const engine_action *ea)
 {
     sp_holder_state st;
-    if (!engine_hook_now(e, key, v, a, ENGINE_HOOK_PROBE, &st))
+    if (!engine_hook_now(e, key, v, ea, ENGINE_HOOK_PROBE, &st))
         return json_null();
     return json_string(sp_holder_state_name(st));
 }
 
 static json_t *view_of(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
-                       const sp_action *a)
+                       const engine_action *ea)
 {
-    bool attempted = v->has_attempt && strcmp(v->status, "pending") != 0;
-    bool running = attempted && strcmp(v->attempt_status, "running") == 0;
+    bool attempted = v->has_attempt && engine_step_state_of(v) != ENGINE_STEP_PENDING;
+    bool running = attempted && engine_attempt_state_of(v) == ENGINE_ATTEMPT_RUNNING;
     json_t *holder = running && v->holder ? sp_json_parse(v->holder, strlen(v->holder), NULL)
                                           : NULL;
-    const json_t *actor = json_object_get(a->raw, "actor");
-    const json_t *kind = json_object_get(a->raw, "kind");
+    const json_t *actor = json_object_get(ea->action->raw, "actor");
+    const json_t *kind = json_object_get(ea->action->raw, "kind");
     json_t *out = json_pack(
         "{s:O,s:O,s:s,s:O,s:o,s:o,s:o,s:o}", "kind", kind ? kind : json_null(), "actor",
-        actor ? actor : json_null(), "state", state_of(v, a->raw), "holder",
+        actor ? actor : json_null(), "state", state_of(v, ea), "holder",
         holder ? holder : json_null(), "deadlineMs",
         running && v->deadline_ms ? sp_decimal_json(v->deadline_ms) : json_null(),
         "leaseUntilMs", running ? sp_decimal_json(v->lease_until_ms) : json_null(), "attempt",
         json_integer(v->attempt_number), "probe",
-        running && holder ? probe_now(e, key, v, a) : json_null());
+        running && holder ? probe_now(e, key, v, ea) : json_null());
     json_decref(holder);
     return out;
 }
@@ -63,14 +65,15 @@ json_t *sp_engine_step_view(sp_engine *e, const sp_run_view *run)
     const char *inv_id = json_string_value(json_object_get(inv, "invocationId"));
     const char *action_id = json_string_value(json_object_get(inv, "actionId"));
     sp_error err = {0};
-    const sp_workflow *wf = inv_id ? engine_workflow(e, run->package_digest, &err) : NULL;
-    const sp_action *a = wf && action_id ? sp_workflow_action(wf, action_id) : NULL;
+    const engine_action *ea = NULL;
+    if (inv_id && action_id)
+        engine_action_find(e, run->package_digest, action_id, &ea, &err);
     json_t *out = NULL;
     sp_invocation_list list;
-    if (a && sp_store_list_invocations(e->store, &run->key, &list, &err) == SP_STORE_OK) {
+    if (ea && sp_store_list_invocations(e->store, &run->key, &list, &err) == SP_STORE_OK) {
         for (size_t i = 0; i < list.n && !out; i++)
             if (strcmp(list.items[i].invocation_id, inv_id) == 0)
-                out = view_of(e, &run->key, &list.items[i], a);
+                out = view_of(e, &run->key, &list.items[i], ea);
         sp_invocation_list_free(&list);
     }
     sp_error_clear(&err);

@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/proc.h"
 #include "engine/internal.h"
-#include "runners/pid_handle.h"
 
 static void read_host_id(char *out, size_t n)
 {

@@ -1,5 +1,7 @@
 /*
- * validate.c - validate_workflow (see validate.h). Never touches a store.
+ * validate.c - validate_workflow (see validate.h): every action through its
+ * runner's validate and seal (runners/runner.h), then a dry run.started.
+ * Never touches a store, and never names an action kind.
  */
 #include "engine/validate.h"
 
@@ -8,8 +10,7 @@
 
 #include "json/json.h"
 #include "kernel/workflow.h"
-#include "runners/component_seal.h"
-#include "runners/registry.h"
+#include "runners/runner.h"
 
 #define VALIDATE_RUN_ID "run_00000000000000000000000000000000"
 
@@ -18,40 +19,67 @@ static int byte_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Kind and runner checks for every action, in ascending byte order of IDs. */
-static int check_actions(const json_t *doc, sp_error *err)
+/* The IDs of the object members of `actions`, in ascending byte order
+ * (*n = 0 when there are none: the kernel reports a malformed member). */
+static const char **action_ids(const json_t *actions, size_t *n, sp_error *err)
 {
-    const json_t *actions = json_object_get(doc, "actions");
-    size_t n = json_object_size(actions);
-    if (!json_is_object(actions) || n == 0)
-        return 0; /* the kernel reports a malformed actions member */
-    const char **ids = malloc(n * sizeof *ids);
-    if (!ids)
-        return sp_oom(err);
+    *n = json_is_object(actions) ? json_object_size(actions) : 0;
+    if (*n == 0)
+        return NULL;
+    const char **ids = malloc(*n * sizeof *ids);
+    if (!ids) {
+        sp_oom(err);
+        return NULL;
+    }
     size_t i = 0;
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)actions, key, v) ids[i++] = key;
-    qsort(ids, n, sizeof *ids, byte_cmp);
+    qsort(ids, *n, sizeof *ids, byte_cmp);
+    return ids;
+}
+
+/* Every action's runner and its validate, in ascending byte order of IDs. */
+static int check_actions(const json_t *doc, sp_error *err)
+{
+    const json_t *actions = json_object_get(doc, "actions");
+    size_t n;
+    const char **ids = action_ids(actions, &n, err);
+    if (n && !ids)
+        return -1;
     int rc = 0;
-    for (i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
         const json_t *action = json_object_get(actions, ids[i]);
         if (!json_is_object(action))
             continue;
-        const json_t *kind = json_object_get(action, "kind");
-        if (!json_is_string(kind)) {
-            rc = sp_fail(err, "action.kind-missing",
-                         "action %s has no \"kind\" (command, native, ...)", ids[i]);
-            break;
-        }
-        const sp_runner *runner = sp_runner_find(json_string_value(kind));
-        if (!runner)
-            rc = sp_fail(err, "action.kind-unregistered",
-                         "action %s: this spore has no runner for kind \"%s\" (see spore "
-                         "capabilities)", ids[i], json_string_value(kind));
-        else
-            rc = runner->validate(ids[i], action, err);
+        const sp_runner *runner = sp_runner_of(ids[i], action, err);
+        rc = runner ? runner->validate(ids[i], action, err) : -1;
     }
+    free(ids);
+    return rc;
+}
+
+/* Each runner's seal of its actions (changed in place), in the same order:
+ * the bounds of the sealed files count over the whole package. */
+static int seal_actions(json_t *doc, const sp_validate_opts *opts, sp_error *err)
+{
+    json_t *actions = json_object_get(doc, "actions");
+    size_t n;
+    const char **ids = action_ids(actions, &n, err);
+    if (!ids)
+        return n ? -1 : 0;
+    sp_seal_ctx sc;
+    int rc = sp_seal_begin(&sc, opts ? opts->workflow_dir : NULL, opts ? opts->blobs : NULL,
+                           opts && opts->trial, err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        json_t *action = json_object_get(actions, ids[i]);
+        const sp_runner *runner = json_is_object(action) ? sp_runner_of(ids[i], action, err) : NULL;
+        if (runner && runner->seal)
+            rc = runner->seal(ids[i], action, &sc, err);
+        else if (json_is_object(action) && !runner)
+            rc = -1;
+    }
+    sp_seal_end(&sc);
     free(ids);
     return rc;
 }
@@ -98,8 +126,7 @@ static json_t *built(const json_t *doc, const sp_validate_opts *opts, sp_error *
         sp_oom(err);
         return NULL;
     }
-    if (sp_component_seal_workflow(copy, opts ? opts->workflow_dir : NULL,
-                                   opts ? opts->blobs : NULL, opts && opts->trial, err)) {
+    if (seal_actions(copy, opts, err)) {
         json_decref(copy);
         return NULL;
     }

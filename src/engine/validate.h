@@ -25,7 +25,7 @@ typedef struct sp_validated {
     size_t nnodes, nactions;
 } sp_validated;
 
-struct sp_seal_set;
+struct sp_seal_set; /* runners/runner.h */
 
 /* Where the workflow's files are and what building the package also does
  * (runners.md §2, §6). */

@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "runners/agent.h"
+#include "runners/registry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -753,17 +754,17 @@ void sp_agent_outcome_to_output(const sp_agent_outcome *o, sp_activity_output *o
     }
 }
 
-int sp_agent_validate(const char *action_id, const json_t *action, sp_error *err)
+static int agent_validate(const char *action_id, const json_t *action, sp_error *err)
 {
     return sp_agent_action_validate(action_id, action, err);
 }
 
-int sp_agent_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
-                 const json_t *input, sp_activity_output *out)
+static int agent_run(const sp_runner_ctx *ctx, const sp_runner_action *a, const json_t *input,
+                     sp_activity_output *out)
 {
     sp_agent_exec_in in = {
-        .action_id = action_id,
-        .action = action,
+        .action_id = a->id,
+        .action = a->raw,
         .input = input,
         .run_id = ctx->run_id,
         .node_id = ctx->node_id,
@@ -780,3 +781,11 @@ int sp_agent_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *
     sp_agent_outcome_free(&o);
     return out->error || out->kind == SP_OUTPUT_SUCCESS ? 0 : -1;
 }
+
+/* No prepare: sp_agent_execute reads the action itself (tests drive it with
+ * raw actions), once per attempt. */
+const sp_runner sp_agent_runner = {
+    .kind = "agent",
+    .validate = agent_validate,
+    .run = agent_run,
+};

@@ -5,9 +5,9 @@
  *
  * What it is for: sp_agent_execute() is the whole attempt (checks, request,
  * sandbox, exec with streaming reads, classification, breaker, taint) with
- * explicit inputs, so tests can drive it directly; the registry's run entry
- * (sp_agent_run in registry.h) maps the engine's runner context onto it and
- * its outcome onto an sp_activity_output.
+ * explicit inputs, so tests can drive it directly; the runner's run
+ * (sp_agent_runner in registry.h) maps the engine's runner context onto it
+ * and its outcome onto an sp_activity_output.
  *
  * Resolution of stepCli[0] on this machine (local transport): a path with a
  * '/' is taken as is (relative to the engine's base directory); the name
@@ -53,9 +53,6 @@ void sp_agent_execute(const sp_agent_exec_in *in, sp_agent_outcome *o);
 /* The outcome as an activity output (success "ok" / failure / unknown). */
 void sp_agent_outcome_to_output(const sp_agent_outcome *o, sp_activity_output *out);
 
-/* Registry entry points. */
-int sp_agent_validate(const char *action_id, const json_t *action, sp_error *err);
-int sp_agent_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
-                 const json_t *input, sp_activity_output *out);
+/* The runner table is sp_agent_runner (registry.h). */
 
 #endif

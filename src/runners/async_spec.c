@@ -6,6 +6,7 @@
 #include "runners/async_spec.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json/decimal.h"
@@ -54,16 +55,19 @@ static int parse_hook(const char *id, const json_t *v, const char *name, sp_hook
             return sp_fail(err, "action.invalid",
                            "%s: a watch cannot be a component (runners have no watch export)",
                            where);
-        if (!sp_runner_find("component"))
+        if (!sp_runner_find(sp_component_runner.kind))
             return sp_fail(err, "action.capability-missing",
                            "%s in component form needs the component runner, which this spore "
                            "does not offer (see spore capabilities)", where);
-        sp_component_spec spec;
-        if (sp_component_spec_parse(where, component, true, &spec, err))
+        hook->component = calloc(1, sizeof *hook->component);
+        if (!hook->component)
+            return sp_oom(err);
+        if (sp_component_spec_parse(where, component, true, hook->component, err)) {
+            free(hook->component);
+            hook->component = NULL;
             return -1;
-        sp_component_spec_free(&spec);
+        }
         hook->form = SP_HOOK_COMPONENT;
-        hook->component = component;
         return 0;
     }
     hook->form = SP_HOOK_COMMAND;
@@ -78,16 +82,10 @@ int sp_async_spec_parse(const char *id, const json_t *action, sp_async_owner own
     static const char *const external_members[] = {"timeoutMs", "leaseMs", NULL};
     static const char *const component_members[] = {"timeoutMs", "probeEveryMs", "probe",
                                                      "watch",     "stop",         NULL};
-    const json_t *kind = json_object_get(action, "kind");
-    if (owner == SP_ASYNC_COMMAND && json_is_string(kind) &&
-        strcmp(json_string_value(kind), "component") == 0)
-        owner = SP_ASYNC_COMPONENT;
     memset(out, 0, sizeof *out);
     out->timeout_ms = SP_ASYNC_TIMEOUT_DEFAULT_MS;
     out->probe_every_ms = owner == SP_ASYNC_COMPONENT ? SP_COMPONENT_PROBE_EVERY_DEFAULT_MS
                                                       : SP_ASYNC_PROBE_EVERY_DEFAULT_MS;
-    if (owner == SP_ASYNC_COMPONENT)
-        out->runner = action;
     const json_t *a = json_object_get(action, "async");
     if (!a)
         return 0;
@@ -124,11 +122,26 @@ int sp_async_spec_parse(const char *id, const json_t *action, sp_async_owner own
     return rc;
 }
 
+static void hook_free(sp_hook *hook)
+{
+    sp_command_spec_free(&hook->command);
+    if (hook->component) {
+        sp_component_spec_free(hook->component);
+        free(hook->component);
+    }
+}
+
 void sp_async_spec_free(sp_async_spec *spec)
 {
-    /* component hooks borrow the action's JSON: nothing to free */
-    sp_command_spec_free(&spec->probe.command);
-    sp_command_spec_free(&spec->watch.command);
-    sp_command_spec_free(&spec->stop.command);
+    hook_free(&spec->probe);
+    hook_free(&spec->watch);
+    hook_free(&spec->stop);
     memset(spec, 0, sizeof *spec);
+}
+
+void sp_async_hold_terms(const sp_async_spec *spec, sp_hold_terms *out)
+{
+    *out = (sp_hold_terms){.lease_in_ms = spec->has_lease ? spec->lease_ms : spec->timeout_ms,
+                           .deadline_in_ms = spec->timeout_ms,
+                           .probe_every_ms = spec->probe_every_ms};
 }

@@ -22,6 +22,8 @@
 
 #include "base/error.h"
 #include "runners/command_spec.h"
+#include "runners/component_spec.h"
+#include "runners/runner.h"
 
 #define SP_ASYNC_TIMEOUT_DEFAULT_MS UINT64_C(3600000) /* 1 h */
 #define SP_ASYNC_PROBE_EVERY_DEFAULT_MS UINT64_C(30000)
@@ -31,12 +33,11 @@ typedef enum sp_hook_form { SP_HOOK_NONE, SP_HOOK_COMMAND, SP_HOOK_COMPONENT } s
 
 typedef struct sp_hook {
     sp_hook_form form;
-    sp_command_spec command;  /* SP_HOOK_COMMAND */
-    const json_t *component;  /* SP_HOOK_COMPONENT (borrowed) */
+    sp_command_spec command;        /* SP_HOOK_COMMAND */
+    sp_component_spec *component;   /* SP_HOOK_COMPONENT (owned; borrows the action) */
 } sp_hook;
 
-/* SP_ASYNC_COMMAND means "an async action a worker runs": for an action of
- * kind "component" it is read as SP_ASYNC_COMPONENT. */
+/* Whose `async` member it is: each owner has its own members. */
 typedef enum sp_async_owner { SP_ASYNC_COMMAND, SP_ASYNC_EXTERNAL, SP_ASYNC_COMPONENT } sp_async_owner;
 
 typedef struct sp_async_spec {
@@ -45,9 +46,6 @@ typedef struct sp_async_spec {
     uint64_t lease_ms;       /* the holder renews within this (step renew) */
     uint64_t probe_every_ms; /* how often a worker probes a held attempt */
     sp_hook probe, watch, stop;
-    /* SP_ASYNC_COMPONENT: the component action itself, whose exports serve
-     * probe and stop when no command hook replaces them (borrowed). */
-    const json_t *runner;
 } sp_async_spec;
 
 /* Parse action.async (absent -> the defaults, no hooks). External actions
@@ -56,5 +54,8 @@ typedef struct sp_async_spec {
 int sp_async_spec_parse(const char *action_id, const json_t *action, sp_async_owner owner,
                         sp_async_spec *out, sp_error *err);
 void sp_async_spec_free(sp_async_spec *spec);
+
+/* The hold terms of runner.h from a parsed spec. */
+void sp_async_hold_terms(const sp_async_spec *spec, sp_hold_terms *out);
 
 #endif

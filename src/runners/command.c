@@ -1,7 +1,11 @@
 /*
  * command.c - the `command` runner (engine.md §5): runs the action's argv
  * through process.c and turns how it ended into an sp_activity_output,
- * following the result table in its order.
+ * following the result table in its order; and its whole contract
+ * (runner.h): the spec parsed once at prepare, hold terms from `async`, and
+ * the hooks of a held attempt - command-form hooks (which component actions
+ * use too), component-form hooks through component.c, and the reference
+ * handle's built-in probe and stop (pid_handle.h) when no hook is given.
  *
  * Decisions the table leaves open, made here:
  * - `output: "result"`: exit 0 always means "read the result from stdout"
@@ -15,9 +19,9 @@
  * call `spore step ...` without depending on PATH or another version.
  *
  * What it must never do: run a shell, look at the action's `effect`, report
- * Success for an outcome the action does not declare, or build an error
- * message or detail that is not valid UTF-8 (every outside byte goes through
- * utf8.c first).
+ * Success for an outcome the action does not declare, turn an unclear
+ * hook answer into `dead`, or build an error message or detail that is not
+ * valid UTF-8 (every outside byte goes through utf8.c first).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,7 +35,11 @@
 
 #include "base/utf8.h"
 #include "json/json.h"
+#include "runners/async_spec.h"
 #include "runners/command_spec.h"
+#include "runners/component.h"
+#include "runners/component_seal.h"
+#include "runners/pid_handle.h"
 #include "runners/process.h"
 #include "runners/registry.h"
 
@@ -42,7 +50,7 @@ typedef struct cmd_run {
     const sp_runner_ctx *ctx;
     const char *action_id;
     const json_t *action;
-    sp_command_spec spec;
+    const sp_command_spec *spec;
     sp_proc_result res;
 } cmd_run;
 
@@ -239,10 +247,10 @@ static void success(cmd_run *r, const char *outcome, bool read_result, sp_activi
              r->action_id, SP_PROC_STDOUT_MAX);
     else if (read_result)
         result_output(r, out);
-    else if (r->spec.output == SP_OUTPUT_JSON &&
+    else if (r->spec->output == SP_OUTPUT_JSON &&
              !(value = sp_json_parse(r->res.out, r->res.out_len, &err)))
         malformed(out, r->action_id, &err, "stdout is not canonical-domain JSON");
-    else if (r->spec.output == SP_OUTPUT_TEXT)
+    else if (r->spec->output == SP_OUTPUT_TEXT)
         sp_output_success(out, outcome, text_output(&r->res));
     else
         sp_output_success(out, outcome, value);
@@ -277,12 +285,12 @@ static void held(cmd_run *r, sp_activity_output *out)
 static void exited(cmd_run *r, sp_activity_output *out)
 {
     int code = r->res.exit_code;
-    if (r->spec.async && code == 0) {
+    if (r->spec->async && code == 0) {
         held(r, out);
         return;
     }
-    bool result_mode = r->spec.output == SP_OUTPUT_RESULT;
-    const char *mapped = result_mode && code == 0 ? NULL : sp_command_exit_outcome(&r->spec, code);
+    bool result_mode = r->spec->output == SP_OUTPUT_RESULT;
+    const char *mapped = result_mode && code == 0 ? NULL : sp_command_exit_outcome(r->spec, code);
     if (mapped)
         success(r, mapped, false, out);
     else if (code == 0)
@@ -290,7 +298,7 @@ static void exited(cmd_run *r, sp_activity_output *out)
     else
         fail(out, "command.exit", true,
          json_pack("{s:i,s:o*}", "exitCode", code, "stderrTail", stderr_tail(&r->res)),
-         "action %s: %s exited with code %d", r->action_id, r->spec.argv[0], code);
+         "action %s: %s exited with code %d", r->action_id, r->spec->argv[0], code);
 }
 
 static void spawn_failure(cmd_run *r, sp_activity_output *out)
@@ -301,10 +309,10 @@ static void spawn_failure(cmd_run *r, sp_activity_output *out)
                                 name ? name : "unknown");
     /* the first-hour mistake: `examples/bin/x.sh` resolves against the
      * directory spore runs in, not the workflow file's */
-    const char *argv0 = r->spec.argv[0];
+    const char *argv0 = r->spec->argv[0];
     bool relative = e == ENOENT && argv0[0] != '/' && strchr(argv0, '/');
     char where[PATH_MAX] = "";
-    char *cwd = relative ? join_cwd(r->ctx->base_dir, r->spec.cwd) : NULL;
+    char *cwd = relative ? join_cwd(r->ctx->base_dir, r->spec->cwd) : NULL;
     char *abs = cwd ? realpath(cwd, NULL) : NULL;
     if (relative)
         snprintf(where, sizeof where,
@@ -326,17 +334,17 @@ static void signaled(cmd_run *r, sp_activity_output *out)
     json_t *details = json_pack("{s:i,s:s,s:o*}", "signal", sig, "signalName", name,
                                 "stderrTail", stderr_tail(&r->res));
     unknown(out, "command.signaled", details, "action %s: %s was killed by %s, not by the engine",
-            r->action_id, r->spec.argv[0], name);
+            r->action_id, r->spec->argv[0], name);
 }
 
 static void timed_out(cmd_run *r, sp_activity_output *out)
 {
-    json_t *d = r->spec.timeout_ms <= (uint64_t)SP_JSON_MAX_SAFE
-                    ? json_pack("{s:I}", "timeoutMs", (json_int_t)r->spec.timeout_ms)
+    json_t *d = r->spec->timeout_ms <= (uint64_t)SP_JSON_MAX_SAFE
+                    ? json_pack("{s:I}", "timeoutMs", (json_int_t)r->spec->timeout_ms)
                     : NULL;
     unknown(out, "command.timeout", d,
             "action %s: timed out after %llu ms; its process group was killed", r->action_id,
-            (unsigned long long)r->spec.timeout_ms);
+            (unsigned long long)r->spec->timeout_ms);
 }
 
 static void map_end(cmd_run *r, sp_activity_output *out)
@@ -446,7 +454,7 @@ int sp_command_exec(const sp_runner_ctx *ctx, const sp_command_spec *spec, const
 
 static void execute(cmd_run *r, const char *input, size_t input_len, sp_activity_output *out)
 {
-    if (sp_command_exec(r->ctx, &r->spec, input, input_len, NULL, &r->res)) {
+    if (sp_command_exec(r->ctx, r->spec, input, input_len, NULL, &r->res)) {
         fail(out, "command.spawn", true, NULL, "action %s: out of memory", r->action_id);
         return;
     }
@@ -455,13 +463,23 @@ static void execute(cmd_run *r, const char *input, size_t input_len, sp_activity
     sp_proc_result_free(&r->res);
 }
 
-int sp_command_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
-                   const json_t *input, sp_activity_output *out)
+/* The parsed action: the prepared spec, or `local` parsed now. */
+static const sp_command_spec *spec_of(const sp_runner_action *a, sp_command_spec *local,
+                                      sp_error *err)
 {
-    cmd_run r = {.ctx = ctx, .action_id = action_id, .action = action};
+    if (a->spec)
+        return a->spec;
+    return sp_command_spec_parse(a->id, a->raw, local, err) ? NULL : local;
+}
+
+static int command_run(const sp_runner_ctx *ctx, const sp_runner_action *a, const json_t *input,
+                       sp_activity_output *out)
+{
+    cmd_run r = {.ctx = ctx, .action_id = a->id, .action = a->raw};
     sp_error err = {0};
+    sp_command_spec local = {0};
     memset(out, 0, sizeof *out);
-    if (sp_command_spec_parse(action_id, action, &r.spec, &err)) {
+    if (!(r.spec = spec_of(a, &local, &err))) {
         fail(out, "command.invalid", false, NULL, "%s", err.message);
         sp_error_clear(&err);
         return out->error ? 0 : -1;
@@ -470,12 +488,212 @@ int sp_command_run(const sp_runner_ctx *ctx, const char *action_id, const json_t
     char *bytes = input ? sp_json_encode_alloc(input, &len, &err) : strdup("null");
     if (!bytes) {
         fail(out, "command.invalid", false, NULL, "action %s: the input cannot be encoded: %s",
-             action_id, err.message);
+             a->id, err.message);
         sp_error_clear(&err);
     } else {
         execute(&r, bytes, len, out);
     }
     free(bytes);
-    sp_command_spec_free(&r.spec);
+    sp_command_spec_free(&local);
     return out->kind == SP_OUTPUT_SUCCESS || out->error ? 0 : -1;
 }
+
+/* ---- command-form hooks of held attempts (engine.md §9, hooks in
+ * command_spec.h), and the reference handle's built-in probe and stop ---- */
+
+#define HOOK_STDOUT_MAX (64 * 1024)
+#define STOP_GRACE_MS 5000
+
+/* Run `hook` with the handle on stdin; the parsed stdout on exit 0, else NULL. */
+static json_t *run_hook(const sp_runner_ctx *ctx, const sp_command_spec *hook,
+                        const json_t *handle, uint64_t default_timeout_ms)
+{
+    char *input = sp_json_encode_alloc(handle, NULL, NULL);
+    if (!input)
+        return NULL;
+    sp_command_limits limits = {default_timeout_ms, HOOK_STDOUT_MAX};
+    sp_proc_result res;
+    json_t *doc = NULL;
+    if (sp_command_exec(ctx, hook, input, strlen(input), &limits, &res) == 0) {
+        if (res.end == SP_PROC_EXITED && res.exit_code == 0 && !res.out_over)
+            doc = sp_json_parse(res.out, res.out_len, NULL);
+        sp_proc_result_free(&res);
+    }
+    free(input);
+    return doc;
+}
+
+sp_holder_state sp_command_hook_probe(const sp_runner_ctx *ctx, const sp_command_spec *hook,
+                                      const json_t *handle)
+{
+    json_t *doc = run_hook(ctx, hook, handle, SP_HOOK_TIMEOUT_DEFAULT_MS);
+    const json_t *h = json_object_get(doc, "holder");
+    sp_holder_state s = json_object_size(doc) == 1 && json_is_string(h)
+                            ? sp_holder_state_parse(json_string_value(h))
+                            : SP_HOLDER_UNKNOWN;
+    json_decref(doc);
+    return s;
+}
+
+bool sp_command_hook_watch(const sp_runner_ctx *ctx, const sp_command_spec *hook,
+                           const char *action_id, const json_t *action, const json_t *handle,
+                           sp_activity_output *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *doc = run_hook(ctx, hook, handle, 0);
+    bool got = doc && sp_command_result_value(doc, out);
+    json_decref(doc);
+    if (!got) {
+        sp_activity_output_free(out);
+        return false;
+    }
+    sp_command_check_declared(action_id, action, out);
+    return true;
+}
+
+bool sp_command_hook_stop(const sp_runner_ctx *ctx, const sp_command_spec *hook,
+                          const json_t *handle)
+{
+    char *input = sp_json_encode_alloc(handle, NULL, NULL);
+    if (!input)
+        return false;
+    sp_command_limits limits = {SP_HOOK_TIMEOUT_DEFAULT_MS, HOOK_STDOUT_MAX};
+    sp_proc_result res;
+    bool stopped = false;
+    if (sp_command_exec(ctx, hook, input, strlen(input), &limits, &res) == 0) {
+        stopped = res.end == SP_PROC_EXITED && res.exit_code == 0;
+        sp_proc_result_free(&res);
+    }
+    free(input);
+    return stopped;
+}
+
+/* ---- the command runner's contract (runner.h) ---- */
+
+static int command_validate(const char *id, const json_t *action, sp_error *err)
+{
+    sp_command_spec spec;
+    if (sp_command_spec_parse(id, action, &spec, err))
+        return -1;
+    sp_command_spec_free(&spec);
+    return 0;
+}
+
+static int command_prepare(const char *id, const json_t *action, void **out, sp_error *err)
+{
+    sp_command_spec *spec = calloc(1, sizeof *spec);
+    if (!spec)
+        return sp_oom(err);
+    if (sp_command_spec_parse(id, action, spec, err)) {
+        free(spec);
+        return -1;
+    }
+    *out = spec;
+    return 0;
+}
+
+static void command_release(void *spec)
+{
+    sp_command_spec_free(spec);
+    free(spec);
+}
+
+/* The component-form hooks of a command action (runners.md §2). */
+static int command_seal(const char *id, json_t *action, sp_seal_ctx *sc, sp_error *err)
+{
+    json_t *async = json_object_get(action, "async");
+    static const char *const hooks[] = {"probe", "watch", "stop", NULL};
+    for (const char *const *h = hooks; json_is_object(async) && *h; h++) {
+        json_t *c = json_object_get(json_object_get(async, *h), "component");
+        if (!c)
+            continue;
+        char where[300];
+        snprintf(where, sizeof where, "action %s: async.%s", id, *h);
+        if (sp_component_seal(sc, where, id, c, true, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* The async spec of a prepared action; NULL for a synchronous command (or
+ * an unprepared one: the engine looks after prepared actions only). */
+static const sp_async_spec *async_of(const sp_runner_action *a)
+{
+    const sp_command_spec *spec = a->spec;
+    return spec ? spec->async : NULL;
+}
+
+static bool command_hold_terms(const sp_runner_action *a, sp_hold_terms *out)
+{
+    const sp_async_spec *async = async_of(a);
+    sp_async_spec defaults = {.timeout_ms = SP_ASYNC_TIMEOUT_DEFAULT_MS,
+                              .probe_every_ms = SP_ASYNC_PROBE_EVERY_DEFAULT_MS};
+    sp_async_hold_terms(async ? async : &defaults, out);
+    return async != NULL;
+}
+
+static bool command_can(const sp_runner_action *a, sp_hook_op op, const json_t *handle)
+{
+    const sp_async_spec *async = async_of(a);
+    if (!async)
+        return false;
+    if (op == SP_HOOK_WATCH)
+        return async->watch.form == SP_HOOK_COMMAND;
+    const sp_hook *hook = op == SP_HOOK_PROBE ? &async->probe : &async->stop;
+    return hook->form != SP_HOOK_NONE || (handle && sp_pid_handle_is(handle));
+}
+
+static sp_holder_state command_probe(const sp_runner_ctx *ctx, const sp_runner_action *a,
+                                     const json_t *handle, sp_activity_output *out,
+                                     bool *finished)
+{
+    *finished = false;
+    memset(out, 0, sizeof *out);
+    const sp_async_spec *async = async_of(a);
+    if (!async)
+        return SP_HOLDER_UNKNOWN;
+    if (async->probe.form == SP_HOOK_COMMAND)
+        return sp_command_hook_probe(ctx, &async->probe.command, handle);
+    if (async->probe.form == SP_HOOK_COMPONENT)
+        return sp_component_probe(ctx, a->id, a->raw, async->probe.component, true, handle, out,
+                                  finished);
+    return sp_pid_handle_is(handle) ? sp_pid_handle_probe(handle) : SP_HOLDER_UNKNOWN;
+}
+
+static bool command_watch(const sp_runner_ctx *ctx, const sp_runner_action *a,
+                          const json_t *handle, sp_activity_output *out)
+{
+    memset(out, 0, sizeof *out);
+    const sp_async_spec *async = async_of(a);
+    return async && async->watch.form == SP_HOOK_COMMAND &&
+           sp_command_hook_watch(ctx, &async->watch.command, a->id, a->raw, handle, out);
+}
+
+static bool command_stop(const sp_runner_ctx *ctx, const sp_runner_action *a,
+                         const json_t *handle)
+{
+    const sp_async_spec *async = async_of(a);
+    if (!async)
+        return false;
+    if (async->stop.form == SP_HOOK_COMMAND)
+        return sp_command_hook_stop(ctx, &async->stop.command, handle);
+    if (async->stop.form == SP_HOOK_COMPONENT)
+        return sp_component_stop(ctx, a->id, async->stop.component, true, handle);
+    return sp_pid_handle_is(handle) && sp_pid_handle_stop(handle, STOP_GRACE_MS);
+}
+
+const sp_runner sp_command_runner = {
+    .kind = "command",
+    .async = true,
+    .observable = true,
+    .validate = command_validate,
+    .seal = command_seal,
+    .prepare = command_prepare,
+    .release = command_release,
+    .run = command_run,
+    .hold_terms = command_hold_terms,
+    .can = command_can,
+    .probe = command_probe,
+    .watch = command_watch,
+    .stop = command_stop,
+};

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "runners/runner.h"
 
 typedef enum sp_command_output {
     SP_OUTPUT_TEXT,
@@ -89,5 +90,25 @@ void sp_command_check_declared(const char *action_id, const json_t *action,
 
 /* The declared outcome for an exit code, or NULL. */
 const char *sp_command_exit_outcome(const sp_command_spec *spec, int code);
+
+/* ---- command-form hooks of a held async step (engine.md §9), for command
+ * and component actions alike (command.c) ----
+ *
+ * Every hook gets the handle on stdin.
+ * - probe: exit 0 with {"holder": "alive" | "dead" | "unknown"}; anything
+ *   else, a timeout (default 10 s) or other output means unknown.
+ * - watch: blocks until the job ends; exit 0 with {"outcome","output"} or
+ *   {"error":{"code","message"},"retryable":bool} is the step's result (an
+ *   undeclared outcome of `action` becomes command.undeclared-outcome);
+ *   anything else means the watch lost sight of the job.
+ * - stop: exit 0 means stopped; default timeout 10 s.
+ * They never turn an unclear answer into `dead`. */
+sp_holder_state sp_command_hook_probe(const struct sp_runner_ctx *ctx, const sp_command_spec *hook,
+                                      const json_t *handle);
+bool sp_command_hook_watch(const struct sp_runner_ctx *ctx, const sp_command_spec *hook,
+                           const char *action_id, const json_t *action, const json_t *handle,
+                           struct sp_activity_output *out);
+bool sp_command_hook_stop(const struct sp_runner_ctx *ctx, const sp_command_spec *hook,
+                          const json_t *handle);
 
 #endif

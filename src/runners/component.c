@@ -1,6 +1,11 @@
 /*
  * component.c - the component runner: one runner call through the jail and
- * the host, and the mapping of how it ended (see component.h).
+ * the host, the mapping of how it ended (see component.h), and its whole
+ * contract (runner.h): the seal at build, the spec parsed once at prepare,
+ * start, and the held attempt's probe and stop through its own exports or
+ * a component-form hook (command-form hooks through command.c).
+ * Never reads a module but by its sealed digest through sp_artifacts, and
+ * never decides on an unclear probe.
  */
 #include "runners/component.h"
 
@@ -16,27 +21,14 @@
 #include "runners/command_spec.h"
 #include "runners/component_cache.h"
 #include "runners/component_host.h"
+#include "runners/component_seal.h"
 #include "runners/component_spec.h"
+#include "runners/registry.h"
 #include "wasm/jail.h"
 #include "wasm/protocol.h"
 #include "wasm/world.h"
 
 #define MESSAGE_MAX 1000
-
-int sp_component_validate(const char *action_id, const json_t *action, sp_error *err)
-{
-    char where[300];
-    snprintf(where, sizeof where, "action %s", action_id);
-    sp_component_spec spec;
-    if (sp_component_spec_parse(where, action, false, &spec, err))
-        return -1;
-    sp_component_spec_free(&spec);
-    sp_async_spec async;
-    if (sp_async_spec_parse(action_id, action, SP_ASYNC_COMPONENT, &async, err))
-        return -1;
-    sp_async_spec_free(&async);
-    return 0;
-}
 
 /* ---- the trial instantiation ---- */
 
@@ -130,29 +122,21 @@ static void map_jail(call *c, sp_host *h, sp_jail_result *r)
     }
 }
 
-/* Run `export` of `runner` with `request` (taken). */
-static void run_call(const sp_runner_ctx *ctx, const char *where, const json_t *runner,
-                     bool hook, const char *export, json_t *request, call *c)
+/* Run `export` of the runner `spec` with `request` (taken). */
+static void run_call(const sp_runner_ctx *ctx, const char *where, const sp_component_spec *spec,
+                     const char *export, json_t *request, call *c)
 {
     memset(c, 0, sizeof *c);
     sp_error err = {0};
-    sp_component_spec spec;
-    if (sp_component_spec_parse(where, runner, hook, &spec, &err)) {
-        c->end = END_ARTIFACT;
-        set_message(c, "%s", err.message);
-        sp_error_clear(&err);
-        json_decref(request);
-        return;
-    }
-    c->timeout_ms = spec.call_timeout_ms;
-    const char *digest = json_string_value(json_object_get(spec.sealed, spec.module));
+    c->timeout_ms = spec->call_timeout_ms;
+    const char *digest = json_string_value(json_object_get(spec->sealed, spec->module));
     void *module = NULL;
     size_t module_len = 0;
     char *bytes = NULL;
     size_t len = 0;
     if (!digest) {
         c->end = END_ARTIFACT;
-        set_message(c, "%s: module %s is not sealed in the package", where, spec.module);
+        set_message(c, "%s: module %s is not sealed in the package", where, spec->module);
     } else if (sp_cache_fetch(ctx->artifacts, digest, &module, &module_len, &err)) {
         c->end = END_ARTIFACT;
         set_message(c, "%s: %s", where, err.message);
@@ -161,9 +145,9 @@ static void run_call(const sp_runner_ctx *ctx, const char *where, const json_t *
         set_message(c, "%s: the request cannot be encoded: %s", where, err.message);
     } else {
         sp_host h;
-        sp_host_init(&h, ctx, &spec);
+        sp_host_init(&h, ctx, spec);
         sp_jail_host jh = sp_host_jail(&h);
-        sp_jail_call jc = {module, module_len, false, export, bytes, len, spec.call_timeout_ms};
+        sp_jail_call jc = {module, module_len, false, export, bytes, len, spec->call_timeout_ms};
         sp_jail_result r;
         sp_jail_run(&jc, &jh, &r);
         map_jail(c, &h, &r);
@@ -174,7 +158,6 @@ static void run_call(const sp_runner_ctx *ctx, const char *where, const json_t *
     free(bytes);
     free(module);
     json_decref(request);
-    sp_component_spec_free(&spec);
 }
 
 /* ---- mapping (runners.md §4) ---- */
@@ -263,10 +246,9 @@ static json_t *run_member(const sp_runner_ctx *ctx)
                      "traceparent", ctx->traceparent);
 }
 
-static const json_t *config_of(const json_t *runner)
+static const json_t *config_of(const sp_component_spec *runner)
 {
-    const json_t *c = json_object_get(runner, "config");
-    return c ? c : json_null();
+    return runner->config ? runner->config : json_null();
 }
 
 static json_t *start_handle(const json_t *doc)
@@ -302,28 +284,99 @@ sp_holder_state sp_component_probe_response(const char *action_id, const json_t 
     *finished = false;
     const char *holder = json_string_value(json_object_get(doc, "holder"));
     if (json_object_size(doc) == 1 && holder)
-        return strcmp(holder, "alive") == 0  ? SP_HOLDER_ALIVE
-               : strcmp(holder, "dead") == 0 ? SP_HOLDER_DEAD
-                                             : SP_HOLDER_UNKNOWN;
+        return sp_holder_state_parse(holder);
     if (json_is_object(doc) && result_of(action_id, action, doc, out))
         *finished = true;
     return SP_HOLDER_UNKNOWN;
 }
 
-int sp_component_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
-                     const json_t *input, sp_activity_output *out)
+/* A prepared component action: its runner and its async member. */
+typedef struct component_prepared {
+    sp_component_spec spec;
+    sp_async_spec async;
+} component_prepared;
+
+static int prepare_into(const char *action_id, const json_t *action, component_prepared *p,
+                        sp_error *err)
 {
-    memset(out, 0, sizeof *out);
     char where[300];
     snprintf(where, sizeof where, "action %s", action_id);
+    if (sp_component_spec_parse(where, action, false, &p->spec, err))
+        return -1;
+    if (sp_async_spec_parse(action_id, action, SP_ASYNC_COMPONENT, &p->async, err)) {
+        sp_component_spec_free(&p->spec);
+        return -1;
+    }
+    return 0;
+}
+
+static void prepared_free(component_prepared *p)
+{
+    sp_component_spec_free(&p->spec);
+    sp_async_spec_free(&p->async);
+}
+
+static int component_validate(const char *action_id, const json_t *action, sp_error *err)
+{
+    component_prepared p;
+    if (prepare_into(action_id, action, &p, err))
+        return -1;
+    prepared_free(&p);
+    return 0;
+}
+
+static int component_prepare(const char *action_id, const json_t *action, void **out,
+                             sp_error *err)
+{
+    component_prepared *p = calloc(1, sizeof *p);
+    if (!p)
+        return sp_oom(err);
+    if (prepare_into(action_id, action, p, err)) {
+        free(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+static void component_release(void *spec)
+{
+    prepared_free(spec);
+    free(spec);
+}
+
+static int component_seal(const char *action_id, json_t *action, sp_seal_ctx *sc, sp_error *err)
+{
+    char where[300];
+    snprintf(where, sizeof where, "action %s", action_id);
+    return sp_component_seal(sc, where, action_id, action, false, err);
+}
+
+static int component_run(const sp_runner_ctx *ctx, const sp_runner_action *a,
+                         const json_t *input, sp_activity_output *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *action_id = a->id;
+    char where[300];
+    snprintf(where, sizeof where, "action %s", action_id);
+    sp_component_spec local;
+    const sp_component_spec *spec = a->spec ? &((const component_prepared *)a->spec)->spec : NULL;
+    sp_error err = {0};
+    if (!spec && sp_component_spec_parse(where, a->raw, false, &local, &err) == 0)
+        spec = &local;
+    if (!spec) {
+        fail_out(out, "component.artifact", false, NULL, "action %s: %s", action_id, err.message);
+        sp_error_clear(&err);
+        return out->error ? 0 : -1;
+    }
     json_t *request = json_pack("{s:O,s:O,s:o}", "input", input ? input : json_null(), "config",
-                                config_of(action), "run", run_member(ctx));
+                                config_of(spec), "run", run_member(ctx));
     call c;
-    run_call(ctx, where, action, false, "spore_start", request, &c);
+    run_call(ctx, where, spec, "spore_start", request, &c);
     if (step_failure(&c, action_id, out)) {
         /* done */
     } else if (c.end == END_RESPONSE) {
-        sp_component_start_response(action_id, action, c.doc, out);
+        sp_component_start_response(action_id, a->raw, c.doc, out);
         if (out->kind == SP_OUTPUT_HELD)
             sp_failpoint("host.component.after-start");
     } else if (c.end == END_BAD) {
@@ -342,12 +395,15 @@ int sp_component_run(const sp_runner_ctx *ctx, const char *action_id, const json
                     "action %s: spore_start trapped: %s", action_id, c.message);
     }
     call_free(&c);
+    if (spec == &local)
+        sp_component_spec_free(&local);
     return out->error || out->kind != SP_OUTPUT_FAILURE ? 0 : -1;
 }
 
 sp_holder_state sp_component_probe(const sp_runner_ctx *ctx, const char *action_id,
-                                   const json_t *action, const json_t *runner, bool hook,
-                                   const json_t *handle, sp_activity_output *out, bool *finished)
+                                   const json_t *action, const sp_component_spec *runner,
+                                   bool hook, const json_t *handle, sp_activity_output *out,
+                                   bool *finished)
 {
     *finished = false;
     memset(out, 0, sizeof *out);
@@ -355,7 +411,7 @@ sp_holder_state sp_component_probe(const sp_runner_ctx *ctx, const char *action_
     snprintf(where, sizeof where, hook ? "action %s: async.probe" : "action %s", action_id);
     json_t *request = json_pack("{s:O,s:O}", "handle", handle, "config", config_of(runner));
     call c;
-    run_call(ctx, where, runner, hook, "spore_probe", request, &c);
+    run_call(ctx, where, runner, "spore_probe", request, &c);
     sp_holder_state s = SP_HOLDER_UNKNOWN;
     if (step_failure(&c, action_id, out)) {
         *finished = true;
@@ -366,19 +422,97 @@ sp_holder_state sp_component_probe(const sp_runner_ctx *ctx, const char *action_
     return s;
 }
 
-bool sp_component_stop(const sp_runner_ctx *ctx, const char *action_id, const json_t *runner,
-                       bool hook, const json_t *handle)
+bool sp_component_stop(const sp_runner_ctx *ctx, const char *action_id,
+                       const sp_component_spec *runner, bool hook, const json_t *handle)
 {
     char where[300];
     snprintf(where, sizeof where, hook ? "action %s: async.stop" : "action %s", action_id);
     json_t *request = json_pack("{s:O,s:O}", "handle", handle, "config", config_of(runner));
     call c;
-    run_call(ctx, where, runner, hook, "spore_stop", request, &c);
+    run_call(ctx, where, runner, "spore_stop", request, &c);
     bool stopped = c.end == END_RESPONSE && json_object_size(c.doc) == 1 &&
                    json_is_true(json_object_get(c.doc, "stopped"));
     call_free(&c);
     return stopped;
 }
+
+/* ---- held attempts of a component action: its own probe and stop
+ * exports, unless the async member gives a hook for that operation ---- */
+
+static const component_prepared *prepared_of(const sp_runner_action *a) { return a->spec; }
+
+static bool component_hold_terms(const sp_runner_action *a, sp_hold_terms *out)
+{
+    const component_prepared *p = prepared_of(a);
+    sp_async_spec defaults = {.timeout_ms = SP_ASYNC_TIMEOUT_DEFAULT_MS,
+                              .probe_every_ms = SP_COMPONENT_PROBE_EVERY_DEFAULT_MS};
+    sp_async_hold_terms(p ? &p->async : &defaults, out);
+    return true; /* a component action is always async */
+}
+
+/* Probe and stop always have a way: a hook, or the runner's own export. */
+static bool component_can(const sp_runner_action *a, sp_hook_op op, const json_t *handle)
+{
+    const component_prepared *p = prepared_of(a);
+    if (!p)
+        return false;
+    return op != SP_HOOK_WATCH || p->async.watch.form == SP_HOOK_COMMAND;
+}
+
+static sp_holder_state component_hook_probe(const sp_runner_ctx *ctx, const sp_runner_action *a,
+                                            const json_t *handle, sp_activity_output *out,
+                                            bool *finished)
+{
+    *finished = false;
+    memset(out, 0, sizeof *out);
+    const component_prepared *p = prepared_of(a);
+    if (!p)
+        return SP_HOLDER_UNKNOWN;
+    const sp_hook *hook = &p->async.probe;
+    if (hook->form == SP_HOOK_COMMAND)
+        return sp_command_hook_probe(ctx, &hook->command, handle);
+    bool is_hook = hook->form == SP_HOOK_COMPONENT;
+    return sp_component_probe(ctx, a->id, a->raw, is_hook ? hook->component : &p->spec, is_hook,
+                              handle, out, finished);
+}
+
+static bool component_watch(const sp_runner_ctx *ctx, const sp_runner_action *a,
+                            const json_t *handle, sp_activity_output *out)
+{
+    memset(out, 0, sizeof *out);
+    const component_prepared *p = prepared_of(a);
+    return p && p->async.watch.form == SP_HOOK_COMMAND &&
+           sp_command_hook_watch(ctx, &p->async.watch.command, a->id, a->raw, handle, out);
+}
+
+static bool component_hook_stop(const sp_runner_ctx *ctx, const sp_runner_action *a,
+                                const json_t *handle)
+{
+    const component_prepared *p = prepared_of(a);
+    if (!p)
+        return false;
+    const sp_hook *hook = &p->async.stop;
+    if (hook->form == SP_HOOK_COMMAND)
+        return sp_command_hook_stop(ctx, &hook->command, handle);
+    bool is_hook = hook->form == SP_HOOK_COMPONENT;
+    return sp_component_stop(ctx, a->id, is_hook ? hook->component : &p->spec, is_hook, handle);
+}
+
+const sp_runner sp_component_runner = {
+    .kind = "component",
+    .async = true,
+    .observable = true,
+    .validate = component_validate,
+    .seal = component_seal,
+    .prepare = component_prepare,
+    .release = component_release,
+    .run = component_run,
+    .hold_terms = component_hold_terms,
+    .can = component_can,
+    .probe = component_hook_probe,
+    .watch = component_watch,
+    .stop = component_hook_stop,
+};
 
 int sp_component_describe(const char *where, const char *module_name, const void *module,
                           size_t len, sp_world_module *out, sp_error *err)

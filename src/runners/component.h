@@ -24,16 +24,13 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "runners/pid_handle.h"
+#include "runners/component_spec.h"
 #include "runners/runner.h"
 
 #define SP_COMPONENT_HANDLE_MAX 4096
 
-int sp_component_validate(const char *action_id, const json_t *action, sp_error *err);
-
-/* start (the registry's run). */
-int sp_component_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
-                     const json_t *input, sp_activity_output *out);
+/* The runner table is sp_component_runner (registry.h): validate, seal,
+ * prepare, run (spore_start), hold terms, probe, watch, stop. */
 
 /* How a runner's spore_start response maps (runners.md §3-4): held with the
  * handle, the activity's result, or component.bad-response /
@@ -46,16 +43,19 @@ sp_holder_state sp_component_probe_response(const char *action_id, const json_t 
                                             const json_t *doc, sp_activity_output *out,
                                             bool *finished);
 
-/* Probe a held attempt through `runner` (the component action, or a hook's
- * component object). *finished set with `out` filled when the runner
- * reported a result (or a failure of the step: not-granted, artifact). */
+/* Probe a held attempt of `action` through `runner` (the component
+ * action's parsed runner, or a hook's: `hook`). *finished set with `out`
+ * filled when the runner reported a result (or a failure of the step:
+ * not-granted, artifact). Serves component-form hooks of command actions
+ * too. */
 sp_holder_state sp_component_probe(const sp_runner_ctx *ctx, const char *action_id,
-                                   const json_t *action, const json_t *runner, bool hook,
-                                   const json_t *handle, sp_activity_output *out, bool *finished);
+                                   const json_t *action, const sp_component_spec *runner,
+                                   bool hook, const json_t *handle, sp_activity_output *out,
+                                   bool *finished);
 
 /* Stop through `runner`: true when the runner answered {"stopped": true}. */
-bool sp_component_stop(const sp_runner_ctx *ctx, const char *action_id, const json_t *runner,
-                       bool hook, const json_t *handle);
+bool sp_component_stop(const sp_runner_ctx *ctx, const char *action_id,
+                       const sp_component_spec *runner, bool hook, const json_t *handle);
 
 struct sp_world_module;
 

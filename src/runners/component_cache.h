@@ -26,7 +26,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
-#include "runners/artifacts.h"
+#include "runners/runner.h" /* sp_artifacts */
 
 /* <cache root>/<sub>, created with its parents (mode 0700). */
 int sp_cache_dir(const char *sub, char *out, size_t n, sp_error *err);

@@ -21,7 +21,7 @@
 #include "base/failpoint.h"
 #include "base/utf8.h"
 #include "json/json.h"
-#include "runners/artifacts.h"
+#include "runners/runner.h" /* sp_artifacts */
 #include "runners/component_cache.h"
 #include "runners/component_handle.h"
 #include "runners/component_io.h"

@@ -34,14 +34,12 @@ void sp_seal_set_free(sp_seal_set *s)
 
 typedef struct sealer {
     const char *where;
-    const char *root; /* realpath of the workflow folder */
-    sp_seal_set *blobs;
-    sp_seal_set local; /* when the caller keeps no blobs: only the bounds */
+    sp_seal_ctx *sc; /* the package being built: root, blobs, bounds */
     json_t *sealed;
     sp_error *err;
 } sealer;
 
-static sp_seal_set *set_of(sealer *s) { return s->blobs ? s->blobs : &s->local; }
+static sp_seal_set *set_of(sealer *s) { return s->sc->blobs ? s->sc->blobs : &s->sc->local; }
 
 /* Read a regular file whole, bounded. */
 static char *read_file(const char *path, size_t max, size_t *len, int *e)
@@ -94,7 +92,7 @@ static int keep(sealer *s, const char *name, char *bytes, size_t len)
         free(bytes);
         return sp_oom(s->err);
     }
-    if (!s->blobs) {
+    if (!s->sc->blobs) {
         free(bytes);
         return 0;
     }
@@ -133,14 +131,14 @@ static int grant_error(sealer *s, const char *code, sp_grant_kind kind, const ch
 static int resolve(sealer *s, sp_grant_kind kind, const char *entry, char real[PATH_MAX])
 {
     char joined[PATH_MAX];
-    if ((size_t)snprintf(joined, sizeof joined, "%s/%s", s->root, entry) >= sizeof joined)
+    if ((size_t)snprintf(joined, sizeof joined, "%s/%s", s->sc->root, entry) >= sizeof joined)
         return grant_error(s, "component.grant-unsupported", kind, entry, "is too long");
     if (!realpath(joined, real))
         return grant_error(s, "component.grant-missing", kind, entry,
                            errno == ENOENT || errno == ENOTDIR
                                ? "does not exist in the workflow folder"
                                : "cannot be resolved");
-    if (!sp_path_covers(s->root, real))
+    if (!sp_path_covers(s->sc->root, real))
         return grant_error(s, "component.grant-escapes", kind, entry,
                            "leaves the workflow folder (through a symlink)");
     return 0;
@@ -250,11 +248,11 @@ static int seal_module(sealer *s, const sp_component_spec *spec, const char *act
     const char *module = spec->module;
     if (module[0] == '/')
         snprintf(joined, sizeof joined, "%s", module);
-    else if ((size_t)snprintf(joined, sizeof joined, "%s/%s", s->root, module) >= sizeof joined)
+    else if ((size_t)snprintf(joined, sizeof joined, "%s/%s", s->sc->root, module) >= sizeof joined)
         return module_error(s, module, "%s", "has a path that is too long");
     if (!realpath(joined, real))
         return module_error(s, module, "cannot be read: %s", strerror(errno));
-    if (module[0] != '/' && !sp_path_covers(s->root, real))
+    if (module[0] != '/' && !sp_path_covers(s->sc->root, real))
         return module_error(s, module, "%s", "leaves the workflow folder (through a symlink)");
     size_t len = 0;
     int e = 0;
@@ -276,81 +274,37 @@ static int seal_module(sealer *s, const sp_component_spec *spec, const char *act
     return keep(s, module, bytes, len);
 }
 
-static int seal_one(sealer *s, const char *action_id, json_t *obj, bool hook, bool trial)
+int sp_component_seal(sp_seal_ctx *sc, const char *where, const char *action_id, json_t *obj,
+                      bool hook, sp_error *err)
 {
+    sealer s = {.where = where, .sc = sc, .err = err};
     sp_component_spec spec;
-    if (sp_component_spec_parse(s->where, obj, hook, &spec, s->err))
+    if (sp_component_spec_parse(where, obj, hook, &spec, err))
         return -1;
-    s->sealed = json_object();
-    int rc = s->sealed ? 0 : sp_oom(s->err);
+    s.sealed = json_object();
+    int rc = s.sealed ? 0 : sp_oom(err);
     if (rc == 0)
-        rc = seal_grants(s, &spec);
+        rc = seal_grants(&s, &spec);
     if (rc == 0)
-        rc = seal_module(s, &spec, action_id, trial);
+        rc = seal_module(&s, &spec, action_id, sc->trial);
     sp_component_spec_free(&spec);
-    if (rc == 0 && json_object_set_new(obj, "sealed", s->sealed))
-        rc = sp_oom(s->err);
+    if (rc == 0 && json_object_set_new(obj, "sealed", s.sealed))
+        rc = sp_oom(err);
     else if (rc)
-        json_decref(s->sealed);
-    s->sealed = NULL;
+        json_decref(s.sealed);
     return rc;
 }
 
-static int byte_cmp(const void *a, const void *b)
+int sp_seal_begin(sp_seal_ctx *sc, const char *workflow_dir, sp_seal_set *blobs, bool trial,
+                  sp_error *err)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static int seal_action(sealer *s, const char *id, json_t *action, bool trial)
-{
-    const char *kind = json_string_value(json_object_get(action, "kind"));
-    char where[300];
-    if (kind && strcmp(kind, "component") == 0) {
-        snprintf(where, sizeof where, "action %s", id);
-        s->where = where;
-        return seal_one(s, id, action, false, trial);
-    }
-    json_t *async = json_object_get(action, "async");
-    static const char *const hooks[] = {"probe", "watch", "stop", NULL};
-    for (const char *const *h = hooks; json_is_object(async) && *h; h++) {
-        json_t *c = json_object_get(json_object_get(async, *h), "component");
-        if (!c)
-            continue;
-        snprintf(where, sizeof where, "action %s: async.%s", id, *h);
-        s->where = where;
-        if (seal_one(s, id, c, true, trial))
-            return -1;
-    }
+    memset(sc, 0, sizeof *sc);
+    sc->blobs = blobs;
+    sc->trial = trial;
+    if (!realpath(workflow_dir && workflow_dir[0] ? workflow_dir : ".", sc->root))
+        return sp_fail(err, "file.unreadable", "cannot resolve the workflow folder %s: %s",
+                       workflow_dir ? workflow_dir : ".", strerror(errno));
     return 0;
 }
 
-int sp_component_seal_workflow(json_t *doc, const char *workflow_dir, sp_seal_set *blobs,
-                               bool trial, sp_error *err)
-{
-    json_t *actions = json_object_get(doc, "actions");
-    size_t n = json_object_size(actions);
-    if (!json_is_object(actions) || n == 0)
-        return 0;
-    char root[PATH_MAX];
-    if (!realpath(workflow_dir && workflow_dir[0] ? workflow_dir : ".", root))
-        return sp_fail(err, "file.unreadable", "cannot resolve the workflow folder %s: %s",
-                       workflow_dir ? workflow_dir : ".", strerror(errno));
-    const char **ids = malloc(n * sizeof *ids);
-    if (!ids)
-        return sp_oom(err);
-    size_t i = 0;
-    const char *key;
-    json_t *v;
-    json_object_foreach(actions, key, v) ids[i++] = key;
-    qsort(ids, n, sizeof *ids, byte_cmp);
-    sealer s = {.root = root, .blobs = blobs, .err = err};
-    int rc = 0;
-    for (i = 0; i < n && rc == 0; i++) {
-        json_t *action = json_object_get(actions, ids[i]);
-        if (json_is_object(action))
-            rc = seal_action(&s, ids[i], action, trial);
-    }
-    free(ids);
-    sp_seal_set_free(&s.local);
-    return rc;
-}
+void sp_seal_end(sp_seal_ctx *sc) { sp_seal_set_free(&sc->local); }

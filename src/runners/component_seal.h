@@ -1,10 +1,11 @@
 /*
  * component_seal.h - sealing runners into the package (runners.md §2, §6).
  *
- * What it is for: when a package is built (validate, start, run), every
- * component action and every {"component": ...} hook of a command action
- * is checked in the order of runners.md §6 (grants, module, world, and at
- * start/run a trial instantiation in the jail), and gains a member
+ * What it is for: when a package is built (validate, start, run), the
+ * runners' seal (runner.h) checks every component action and every
+ * {"component": ...} hook of a command action in the order of runners.md
+ * §6 (grants, module, world, and at start/run a trial instantiation in the
+ * jail); each gains a member
  * "sealed": {"<normalized path>": "sha256:<hex>"} covering the module and
  * every relative grant (a folder grant seals each regular file below it,
  * under its path). The bytes are collected so that start/run can put them
@@ -24,34 +25,22 @@
 
 #include "base/error.h"
 #include "digest/digest.h"
+#include "runners/runner.h" /* sp_seal_ctx, sp_seal_set */
 
 #define SP_SEAL_FILES_MAX 10000
 #define SP_SEAL_BYTES_MAX (256u << 20)
 #define SP_SEAL_DEPTH_MAX 32
 
-typedef struct sp_seal_blob {
-    char digest[SP_DIGEST_TEXT_LEN + 1];
-    char *bytes;
-    size_t len;
-} sp_seal_blob;
-
-typedef struct sp_seal_set {
-    sp_seal_blob *items; /* unique digests */
-    size_t n, cap;
-    size_t total; /* bytes read */
-    size_t files;
-} sp_seal_set;
-
-void sp_seal_set_free(sp_seal_set *s);
-
-/* Seal every runner of `doc` (changed in place) from `workflow_dir` (NULL:
- * the current directory). `blobs` (may be NULL) collects the bytes. With
- * `trial`, each module is also instantiated once in the jail (§6 step 5,
+/* Seal one runner into the package: `obj` is a whole component action
+ * (hook false) or the object inside a {"component": ...} hook of a command
+ * action (hook true); it gains "sealed". `where` names it in messages. With
+ * sc->trial the module is also instantiated once in the jail (§6 step 5,
  * component.instantiate on failure). Codes: component.grant-unsupported,
  * component.grant-missing, component.grant-escapes,
  * component.invalid-module, component.world-mismatch,
- * component.memory-unbounded, component.instantiate, action.invalid. */
-int sp_component_seal_workflow(json_t *doc, const char *workflow_dir, sp_seal_set *blobs,
-                               bool trial, sp_error *err);
+ * component.memory-unbounded, component.instantiate, action.invalid. The
+ * component and command runners' seal call it (runner.h). */
+int sp_component_seal(sp_seal_ctx *sc, const char *where, const char *action_id, json_t *obj,
+                      bool hook, sp_error *err);
 
 #endif

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runners/pid_handle.h"
+#include "base/proc.h"
 
 enum { REC_PID = 'P', REC_ERRNO = 'E' };
 

@@ -4,9 +4,11 @@
  * complete` / `step fail`. A worker never runs it: this file only validates
  * the action (actor, async.timeoutMs/leaseMs).
  *
- * Must never execute anything: sp_external_run exists only so a stray call
- * reports a clear, non-retryable failure instead of crashing.
+ * Must never execute anything: its run exists only so a stray call reports
+ * a clear, non-retryable failure instead of crashing. Not observable: only
+ * its holder (through the store) ends a claimed external step.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "runners/async_spec.h"
@@ -24,7 +26,7 @@ static bool actor_ok(const char *s)
     return true;
 }
 
-int sp_external_validate(const char *id, const json_t *action, sp_error *err)
+static int external_validate(const char *id, const json_t *action, sp_error *err)
 {
     static const char *const known[] = {"kind",  "actor", "async",       "effect",
                                         "outcomes", "retry", "description", NULL};
@@ -44,12 +46,51 @@ int sp_external_validate(const char *id, const json_t *action, sp_error *err)
     return 0;
 }
 
-int sp_external_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
-                    const json_t *input, sp_activity_output *out)
+/* The prepared form is the async member: timeoutMs and leaseMs. */
+static int external_prepare(const char *id, const json_t *action, void **out, sp_error *err)
 {
-    (void)ctx, (void)action, (void)input;
-    sp_output_failure(out, "host.not-runnable", false, NULL,
-                      "action %s is external: an actor claims it with `spore step claim`",
-                      action_id);
+    sp_async_spec *spec = calloc(1, sizeof *spec);
+    if (!spec)
+        return sp_oom(err);
+    if (sp_async_spec_parse(id, action, SP_ASYNC_EXTERNAL, spec, err)) {
+        free(spec);
+        return -1;
+    }
+    *out = spec;
     return 0;
 }
+
+static void external_release(void *spec)
+{
+    sp_async_spec_free(spec);
+    free(spec);
+}
+
+static int external_run(const sp_runner_ctx *ctx, const sp_runner_action *a, const json_t *input,
+                        sp_activity_output *out)
+{
+    (void)ctx, (void)input;
+    sp_output_failure(out, "host.not-runnable", false, NULL,
+                      "action %s is external: an actor claims it with `spore step claim`", a->id);
+    return 0;
+}
+
+/* The lease and deadline an actor's claim gets (step claim, step renew). */
+static bool external_hold_terms(const sp_runner_action *a, sp_hold_terms *out)
+{
+    sp_async_spec defaults = {.timeout_ms = SP_ASYNC_TIMEOUT_DEFAULT_MS,
+                              .probe_every_ms = SP_ASYNC_PROBE_EVERY_DEFAULT_MS};
+    sp_async_hold_terms(a->spec ? a->spec : &defaults, out);
+    return true;
+}
+
+const sp_runner sp_external_runner = {
+    .kind = "external",
+    .external = true,
+    .async = true,
+    .validate = external_validate,
+    .prepare = external_prepare,
+    .release = external_release,
+    .run = external_run,
+    .hold_terms = external_hold_terms,
+};

@@ -292,6 +292,26 @@ static void call_function(const sp_runner_ctx *ctx, const char *id, const char *
     free(bytes);
 }
 
+static int native_validate(const char *id, const json_t *action, sp_error *err)
+{
+    static const char *const known[] = {"kind", "effect", "outcomes", "retry", "function",
+                                        "description", NULL};
+    if (sp_action_check_members(id, action, known, "a native action", err))
+        return -1;
+    const json_t *fn = json_object_get(action, "function");
+    if (!json_is_string(fn) || json_string_length(fn) == 0 ||
+        strlen(json_string_value(fn)) != json_string_length(fn))
+        return sp_fail(err, "action.invalid",
+                       "action %s: a native action names its registered \"function\"", id);
+    return 0;
+}
+
+static int native_run(const sp_runner_ctx *ctx, const sp_runner_action *a, const json_t *input,
+                      sp_activity_output *out)
+{
+    return sp_native_run(ctx, a->id, a->raw, input, out);
+}
+
 int sp_native_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
                   const json_t *input, sp_activity_output *out)
 {
@@ -299,8 +319,7 @@ int sp_native_run(const sp_runner_ctx *ctx, const char *action_id, const json_t 
     sp_native_fn fn;
     void *user;
     memset(out, 0, sizeof *out);
-    const sp_runner *runner = sp_runner_find("native");
-    if (runner->validate(action_id, action, &err)) {
+    if (native_validate(action_id, action, &err)) {
         fail(out, "native.invalid", false, NULL, "%s", err.message);
         sp_error_clear(&err);
     } else {
@@ -313,3 +332,11 @@ int sp_native_run(const sp_runner_ctx *ctx, const char *action_id, const json_t 
     }
     return out->kind == SP_OUTPUT_SUCCESS || out->error ? 0 : -1;
 }
+
+/* No prepare: the registered function is looked up at each call, in the
+ * registry of the calling engine (ctx->natives). */
+const sp_runner sp_native_runner = {
+    .kind = "native",
+    .validate = native_validate,
+    .run = native_run,
+};

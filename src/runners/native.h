@@ -83,4 +83,9 @@ int sp_native_register(sp_native_registry *registry, const char *name, sp_native
 bool sp_native_lookup(const sp_native_registry *registry, const char *name, sp_native_fn *fn,
                       void **user);
 
+/* One attempt of a native action (what sp_native_runner's run does): the
+ * function registered in ctx->natives under the action's "function". */
+int sp_native_run(const sp_runner_ctx *ctx, const char *action_id, const json_t *action,
+                  const json_t *input, sp_activity_output *out);
+
 #endif

@@ -16,44 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/proc.h"
 #include "json/decimal.h"
 
 extern char **environ;
-
-const char *sp_holder_state_name(sp_holder_state s)
-{
-    return s == SP_HOLDER_ALIVE ? "alive" : s == SP_HOLDER_DEAD ? "dead" : "unknown";
-}
-
-typedef enum stat_read { STAT_OK, STAT_GONE, STAT_ERROR } stat_read;
-
-/* State letter and start time (field 22) of /proc/<pid>/stat. */
-static stat_read read_stat(pid_t pid, char *state, uint64_t *started)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return errno == ENOENT || errno == ESRCH ? STAT_GONE : STAT_ERROR;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
-    if (!p || sscanf(p + 1, " %c", state) != 1)
-        return STAT_ERROR;
-    for (int field = 3; field < 22 && p; field++)
-        p = strchr(p + 1, ' ');
-    if (!p || !strchr(p + 1, ' '))
-        return STAT_ERROR;
-    p = strchr(p + 1, ' ');
-    return sscanf(p, " %llu", (unsigned long long *)started) == 1 ? STAT_OK : STAT_ERROR;
-}
-
-bool sp_process_start_time(int64_t pid, uint64_t *started)
-{
-    char state;
-    return pid > 0 && pid <= INT32_MAX && read_stat((pid_t)pid, &state, started) == STAT_OK;
-}
 
 /* Child side after fork: only async-signal-safe calls. */
 static void detach_child(const char *const *argv, int log_fd, int report)
@@ -77,7 +43,7 @@ static json_t *handle_of(pid_t pid, sp_error *err)
 {
     char state;
     uint64_t started = 0;
-    if (read_stat(pid, &state, &started) != STAT_OK) {
+    if (sp_proc_stat(pid, &state, &started) != SP_PROC_STAT_OK) {
         sp_fail(err, "process.spawn", "cannot read /proc/%d/stat of the started job", (int)pid);
         return NULL;
     }
@@ -147,10 +113,10 @@ sp_holder_state sp_pid_handle_probe(const json_t *handle)
     char state = '?';
     if (!handle_fields(handle, &pid, &want))
         return SP_HOLDER_UNKNOWN;
-    switch (read_stat(pid, &state, &started)) {
-    case STAT_GONE: return SP_HOLDER_DEAD;
-    case STAT_ERROR: return SP_HOLDER_UNKNOWN;
-    case STAT_OK: break;
+    switch (sp_proc_stat(pid, &state, &started)) {
+    case SP_PROC_STAT_GONE: return SP_HOLDER_DEAD;
+    case SP_PROC_STAT_ERROR: return SP_HOLDER_UNKNOWN;
+    case SP_PROC_STAT_OK: break;
     }
     if (started != want)
         return SP_HOLDER_DEAD; /* the PID now names another process */

@@ -23,19 +23,12 @@
 #include <stdint.h>
 
 #include "base/error.h"
-
-typedef enum sp_holder_state { SP_HOLDER_ALIVE, SP_HOLDER_DEAD, SP_HOLDER_UNKNOWN } sp_holder_state;
-
-const char *sp_holder_state_name(sp_holder_state s); /* "alive" | "dead" | "unknown" */
+#include "runners/runner.h" /* sp_holder_state */
 
 /* Start argv detached: new session, stdin /dev/null, stdout and stderr
  * appended to `log_path` (or /dev/null when NULL), the current environment.
  * Returns the reference handle, or NULL with process.spawn. */
 json_t *sp_pid_handle_detach(const char *const *argv, const char *log_path, sp_error *err);
-
-/* The start time of a process (field 22 of /proc/<pid>/stat, clock ticks
- * since boot); false when it does not exist or cannot be read. */
-bool sp_process_start_time(int64_t pid, uint64_t *started);
 
 /* True when `handle` has the reference shape. */
 bool sp_pid_handle_is(const json_t *handle);

@@ -1,6 +1,7 @@
 /*
- * registry.c - the built-in runner table (see registry.h). Never resolves a
- * kind it does not list.
+ * registry.c - the built-in runner table and the kind-agnostic helpers of
+ * runner.h. Never resolves a kind it does not list, and never serves a kind
+ * this host declines.
  */
 #include "runners/registry.h"
 
@@ -9,18 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runners/agent.h" /* the agent kind (agent-step.md) */
-#include "runners/command_spec.h"
-#include "runners/component.h" /* the component kind (runners.md) */
-
-static int validate_command(const char *id, const json_t *action, sp_error *err)
-{
-    sp_command_spec spec;
-    if (sp_command_spec_parse(id, action, &spec, err))
-        return -1;
-    sp_command_spec_free(&spec);
-    return 0;
-}
+#include "runners/async_spec.h"
 
 int sp_action_check_members(const char *id, const json_t *obj, const char *const *known,
                             const char *what, sp_error *err)
@@ -39,29 +29,11 @@ int sp_action_check_members(const char *id, const json_t *obj, const char *const
     return 0;
 }
 
-static int validate_native(const char *id, const json_t *action, sp_error *err)
-{
-    static const char *const known[] = {"kind", "effect", "outcomes", "retry", "function",
-                                        "description", NULL};
-    if (sp_action_check_members(id, action, known, "a native action", err))
-        return -1;
-    const json_t *fn = json_object_get(action, "function");
-    if (!json_is_string(fn) || json_string_length(fn) == 0 ||
-        strlen(json_string_value(fn)) != json_string_length(fn))
-        return sp_fail(err, "action.invalid",
-                       "action %s: a native action names its registered \"function\"", id);
-    return 0;
-}
-
-static const sp_runner RUNNERS[] = {
-    {"command", validate_command, sp_command_run, false, true},
-    {"native", validate_native, sp_native_run, false, false},
-    {"external", sp_external_validate, sp_external_run, true, true},
-    {"agent", sp_agent_validate, sp_agent_run, false, false}, /* runners/agent.c */
-    {"component", sp_component_validate, sp_component_run, false, true}, /* runners/component.c */
+static const sp_runner *const RUNNERS[] = {
+    &sp_command_runner, &sp_native_runner, &sp_external_runner, &sp_agent_runner,
+    &sp_component_runner, /* runners/component.c */
 };
-
-static const char *const KINDS[] = {"command", "native", "external", "agent", "component", NULL};
+#define NRUNNERS (sizeof RUNNERS / sizeof RUNNERS[0])
 
 /* SPORE_DISABLED_KINDS=kind,kind: this host declines those kinds, exactly
  * as if it had no runner for them (a host without a GPU, say, or tests of
@@ -82,21 +54,37 @@ static bool disabled(const char *kind)
 
 const sp_runner *sp_runner_find(const char *kind)
 {
-    for (size_t i = 0; i < sizeof RUNNERS / sizeof RUNNERS[0]; i++)
-        if (strcmp(RUNNERS[i].kind, kind) == 0)
-            return disabled(kind) ? NULL : &RUNNERS[i];
+    for (size_t i = 0; kind && i < NRUNNERS; i++)
+        if (strcmp(RUNNERS[i]->kind, kind) == 0)
+            return disabled(kind) ? NULL : RUNNERS[i];
     return NULL;
 }
 
-static const char *ENABLED[sizeof KINDS / sizeof KINDS[0]];
+const sp_runner *sp_runner_of(const char *action_id, const json_t *action, sp_error *err)
+{
+    const json_t *kind = json_object_get(action, "kind");
+    if (!json_is_string(kind)) {
+        sp_fail(err, "action.kind-missing", "action %s has no \"kind\" (command, native, ...)",
+                action_id);
+        return NULL;
+    }
+    const sp_runner *runner = sp_runner_find(json_string_value(kind));
+    if (!runner)
+        sp_fail(err, "action.kind-unregistered",
+                "action %s: this spore has no runner for kind \"%s\" (see spore capabilities)",
+                action_id, json_string_value(kind));
+    return runner;
+}
+
+static const char *ENABLED[NRUNNERS + 1];
 static pthread_once_t ENABLED_ONCE = PTHREAD_ONCE_INIT;
 
 static void fill_enabled(void)
 {
     size_t n = 0;
-    for (const char *const *k = KINDS; *k; k++)
-        if (!disabled(*k))
-            ENABLED[n++] = *k;
+    for (size_t i = 0; i < NRUNNERS; i++)
+        if (!disabled(RUNNERS[i]->kind))
+            ENABLED[n++] = RUNNERS[i]->kind;
     ENABLED[n] = NULL;
 }
 
@@ -118,7 +106,7 @@ static const char *unservable_verdict(const json_t *action)
 static const char *hook_unservable(const json_t *hook, const char *name, char *why, size_t n)
 {
     if (!json_is_object(hook) || !json_object_get(hook, "component") ||
-        sp_runner_find("component"))
+        sp_runner_find(sp_component_runner.kind))
         return NULL;
     snprintf(why, n, "async.%s in component form needs the component runner, which this spore "
              "does not offer (see spore capabilities)", name);
@@ -145,4 +133,41 @@ const char *sp_action_unservable(const json_t *action, char *why, size_t n)
             return missing;
     }
     return NULL;
+}
+
+int sp_runner_prepare(const sp_runner *runner, const char *action_id, const json_t *action,
+                      sp_runner_action *out, sp_error *err)
+{
+    *out = (sp_runner_action){action_id, action, NULL};
+    return runner->prepare ? runner->prepare(action_id, action, &out->spec, err) : 0;
+}
+
+void sp_runner_release(const sp_runner *runner, sp_runner_action *a)
+{
+    if (runner && runner->release && a->spec)
+        runner->release(a->spec);
+    a->spec = NULL;
+}
+
+bool sp_runner_hold_terms(const sp_runner *runner, const sp_runner_action *a, sp_hold_terms *out)
+{
+    if (runner && runner->hold_terms)
+        return runner->hold_terms(a, out);
+    *out = (sp_hold_terms){SP_ASYNC_TIMEOUT_DEFAULT_MS, SP_ASYNC_TIMEOUT_DEFAULT_MS,
+                           SP_ASYNC_PROBE_EVERY_DEFAULT_MS};
+    return false;
+}
+
+const char *sp_holder_state_name(sp_holder_state s)
+{
+    return s == SP_HOLDER_ALIVE ? "alive" : s == SP_HOLDER_DEAD ? "dead" : "unknown";
+}
+
+sp_holder_state sp_holder_state_parse(const char *name)
+{
+    if (name && strcmp(name, "alive") == 0)
+        return SP_HOLDER_ALIVE;
+    if (name && strcmp(name, "dead") == 0)
+        return SP_HOLDER_DEAD;
+    return SP_HOLDER_UNKNOWN;
 }

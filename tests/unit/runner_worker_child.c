@@ -37,7 +37,7 @@ static void *run_command(void *arg)
         "sleep 1000 & echo $! > bg.tmp; mv bg.tmp bg.pid; echo $$ > sh.tmp; mv sh.tmp sh.pid; "
         "wait");
     sp_activity_output out;
-    sp_runner_find("command")->run(&ctx, "long", action, NULL, &out);
+    sp_runner_find("command")->run(&ctx, &(sp_runner_action){"long", action, NULL}, NULL, &out);
     fprintf(stderr, "runner_worker_child: the command ended, which it must not\n");
     _exit(3);
 }

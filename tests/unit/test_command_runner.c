@@ -145,7 +145,7 @@ static void run_with(const sp_runner_ctx *ctx, json_t *action, const json_t *inp
     int before = count_fds();
     const sp_runner *runner = sp_runner_find("command");
     CHECK(runner && runner->run);
-    CHECK_INT(runner->run(ctx, "act", action, input, out), 0);
+    CHECK_INT(runner->run(ctx, &(sp_runner_action){"act", action, NULL}, input, out), 0);
     CHECK_INT(count_fds(), before);
     if (out->kind != SP_OUTPUT_SUCCESS) {
         char *bytes = sp_json_encode_alloc(out->error, NULL, NULL);

@@ -132,7 +132,7 @@ static void run_ctx(const sp_runner_ctx *ctx, const char *function, const json_t
                               : json_pack("{s:s}", "kind", "native");
     const sp_runner *runner = sp_runner_find("native");
     CHECK(runner && runner->run);
-    CHECK_INT(runner->run(ctx, "pay", action, input, out), 0);
+    CHECK_INT(runner->run(ctx, &(sp_runner_action){"pay", action, NULL}, input, out), 0);
     if (out->kind != SP_OUTPUT_SUCCESS) {
         char *bytes = sp_json_encode_alloc(out->error, NULL, NULL);
         CHECK(bytes != NULL);

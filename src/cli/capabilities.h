@@ -6,8 +6,8 @@
  *
  * Must never report a feature it did not detect on this machine.
  */
-#ifndef SPORE_RUNNERS_CAPABILITIES_H
-#define SPORE_RUNNERS_CAPABILITIES_H
+#ifndef SPORE_CLI_CAPABILITIES_H
+#define SPORE_CLI_CAPABILITIES_H
 
 #include <jansson.h>
 

@@ -1,16 +1,18 @@
 /*
  * capabilities.c - detecting and describing what this host can serve (see
- * capabilities.h). Sandbox features are probed, never assumed.
+ * capabilities.h). Sandbox features are probed, never assumed. A host-wide
+ * report (runners, sandbox, worlds, store adapters), so it lives with the
+ * command line, above every component it asks.
  */
 #define _GNU_SOURCE
-#include "runners/capabilities.h"
+#include "cli/capabilities.h"
 
 #include <linux/landlock.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runners/registry.h"
+#include "runners/runner.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
 #include "wasm/world.h"
