@@ -13,6 +13,7 @@
 
 #include "base/random.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 static int get_blob(void *ctx, const char *digest, void **bytes, size_t *len, sp_error *err)
 {
@@ -37,17 +38,7 @@ static void audit(void *ctx, const char *kind, const char *body, size_t len)
     engine_artifacts *a = ctx;
     if (!a->has_ref)
         return;
-    char request_id[SP_STORE_REQUEST_ID_MAX], rnd[17], digest[SP_DIGEST_TEXT_LEN + 1];
-    sp_random_hex(rnd, 8);
-    snprintf(request_id, sizeof request_id, "audit/%s/%s/%s", a->ref.attempt_id, kind, rnd);
-    sp_digest_one("body", body, len, digest);
-    sp_late_evidence_req req = {a->ref, request_id, kind, {body, len, digest}};
-    sp_late_evidence_res res;
-    sp_error err = {0};
-    sp_store_rc rc;
-    ENGINE_RETRY(a->e, rc, &err, sp_store_record_late_evidence(a->e->store, &req, &res, &err));
-    (void)rc; /* best effort: the refusal itself already happened */
-    sp_error_clear(&err);
+    ledger_audit(a->e, &a->ref, kind, body, len); /* best effort: the refusal already happened */
 }
 
 void engine_artifacts_init(sp_engine *e, const sp_attempt_ref *ref, engine_artifacts *out)

@@ -17,6 +17,7 @@
 #include "base/failpoint.h"
 #include "base/random.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 #include "json/json.h"
 
 /* Events renew the lease at most this often (or every heartbeat_ms, if less). */
@@ -31,20 +32,8 @@ static void on_progress(void *ctx, const char *event_json, size_t len)
 {
     inflight *a = ctx;
     sp_engine *e = a->engine;
-    if (event_json) {
-        char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
-        snprintf(request_id, sizeof request_id, "agent-event/%s/%u", a->claim.attempt.attempt_id,
-                 a->kept++);
-        sp_digest_one("body", event_json, len, digest);
-        sp_late_evidence_req req = {a->claim.attempt, request_id, "agent.event",
-                                    {event_json, len, digest}};
-        sp_late_evidence_res res;
-        sp_error err = {0};
-        sp_store_rc rc;
-        ENGINE_RETRY(e, rc, &err, sp_store_record_late_evidence(e->store, &req, &res, &err));
-        (void)rc; /* a view's detail: losing one never changes the attempt */
-        sp_error_clear(&err);
-    }
+    if (event_json) /* a view's detail: losing one never changes the attempt */
+        ledger_agent_event(e, &a->claim.attempt, a->kept++, event_json, len);
     uint64_t now = engine_mono_ms();
     if (now - a->last_signal_ms < PROGRESS_BEAT_GAP_MS / 4)
         return;
@@ -55,38 +44,9 @@ static void on_progress(void *ctx, const char *event_json, size_t len)
     engine_wake(e);
 }
 
-static void keep_late(sp_engine *e, const sp_attempt_ref *ref, const char *body, size_t len,
-                      const char *kind)
-{
-    char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
-    snprintf(request_id, sizeof request_id, "late/%s/%s/%s", ref->attempt_id, kind, e->nonce);
-    sp_digest_one("body", body, len, digest);
-    sp_late_evidence_req req = {*ref, request_id, kind, {body, len, digest}};
-    sp_late_evidence_res res;
-    sp_error err = {0};
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, &err, sp_store_record_late_evidence(e->store, &req, &res, &err));
-    sp_error_clear(&err);
-}
-
 static void record_late(inflight *a, const char *body, size_t len, const char *kind)
 {
-    keep_late(a->engine, &a->claim.attempt, body, len, kind);
-}
-
-sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const char *body,
-                                  size_t len, const char *late_kind, sp_error *err)
-{
-    char request_id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
-    snprintf(request_id, sizeof request_id, "finish/%s", ref->attempt_id);
-    sp_digest_one("body", body, len, digest);
-    sp_finish_req req = {*ref, request_id, {body, len, digest}};
-    sp_finish_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_finish_attempt(e->store, &req, &res, err));
-    if (rc == SP_STORE_STALE)
-        keep_late(e, ref, body, len, late_kind);
-    return rc;
+    ledger_keep_late(a->engine, &a->claim.attempt, kind, body, len);
 }
 
 /* An async start returned a handle: record it with hold_attempt; from now on
@@ -106,16 +66,12 @@ static void hold(inflight *a, const sp_activity_output *out)
     if (a->lost) {
         record_late(a, handle, strlen(handle), "handle-after-lease-lost");
     } else {
-        char request_id[SP_STORE_REQUEST_ID_MAX];
-        snprintf(request_id, sizeof request_id, "hold/%s", a->claim.attempt.attempt_id);
         sp_hold_req req = {.attempt = a->claim.attempt,
-                           .request_id = request_id,
                            .holder = handle,
                            .lease_in_ms = terms.lease_in_ms,
                            .deadline_in_ms = terms.deadline_in_ms};
         sp_heartbeat_res res;
-        sp_store_rc rc;
-        ENGINE_RETRY(e, rc, &err, sp_store_hold_attempt(e->store, &req, &res, &err));
+        sp_store_rc rc = ledger_hold(e, &req, &res, &err);
         if (rc == SP_STORE_STALE)
             record_late(a, handle, strlen(handle), "handle-after-lease-expired");
         sp_error_clear(&err);
@@ -143,7 +99,7 @@ static void report(inflight *a)
         free(body);
         return;
     }
-    sp_store_rc rc = engine_finish_or_keep(e, &a->claim.attempt, body, len,
+    sp_store_rc rc = ledger_finish_or_keep(e, &a->claim.attempt, body, len,
                                            "result-after-lease-expired", &err);
     sp_error_clear(&err);
     free(body);
@@ -306,13 +262,9 @@ void engine_attempts_reported(sp_engine *e, bool committed)
 static void heartbeat(inflight *a)
 {
     sp_engine *e = a->engine;
-    char request_id[SP_STORE_REQUEST_ID_MAX];
-    engine_request_id(e, "heartbeat", a->claim.attempt.attempt_id, request_id, sizeof request_id);
-    sp_heartbeat_req req = {a->claim.attempt, request_id, e->cfg.lease_ms};
     sp_heartbeat_res res;
     sp_error err = {0};
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, &err, sp_store_heartbeat(e->store, &req, &res, &err));
+    sp_store_rc rc = ledger_heartbeat(e, &a->claim.attempt, e->cfg.lease_ms, false, &res, &err);
     if (rc == SP_STORE_STALE) {
         a->lost = true;
         sp_stop_fire(&a->stop);

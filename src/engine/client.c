@@ -13,6 +13,7 @@
 #include "base/random.h"
 #include "engine/admission.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 #include "engine/validate.h"
 #include "json/json.h"
 
@@ -119,17 +120,15 @@ static int create(sp_engine *e, const sp_validated *v, const json_t *input,
     json_t *started = json_pack("{s:O,s:s,s:s}", "input", input, "runId", key->run_id, "tenant",
                                 key->tenant);
     size_t len;
-    char digest[SP_DIGEST_TEXT_LEN + 1], request_id[SP_STORE_REQUEST_ID_MAX];
+    char digest[SP_DIGEST_TEXT_LEN + 1];
     char *body = started ? encode(started, &len, digest, err) : NULL;
     json_decref(started);
     if (!body)
         return started ? -1 : sp_oom(err);
-    snprintf(request_id, sizeof request_id, "start/%s", out->start_key);
-    sp_create_run_req req = {*key, request_id, out->start_key, v->package_digest, v->package,
+    sp_create_run_req req = {*key, NULL, out->start_key, v->package_digest, v->package,
                              v->package_len, NULL, {body, len, digest}};
     sp_create_run_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_create_run(e->store, &req, &res, err));
+    sp_store_rc rc = ledger_create_run(e, &req, &res, err);
     free(body);
     if (rc == SP_STORE_OK) {
         out->key = res.key;
@@ -152,10 +151,8 @@ static int create(sp_engine *e, const sp_validated *v, const json_t *input,
 static int put_blobs(sp_engine *e, const sp_seal_set *blobs, sp_error *err)
 {
     for (size_t i = 0; i < blobs->n; i++) {
-        sp_store_rc rc;
-        ENGINE_RETRY(e, rc, err, sp_store_put_blob(e->store, blobs->items[i].digest,
-                                                blobs->items[i].bytes, blobs->items[i].len, err));
-        if (rc != SP_STORE_OK)
+        if (ledger_put_blob(e, blobs->items[i].digest, blobs->items[i].bytes,
+                            blobs->items[i].len, err) != SP_STORE_OK)
             return -1;
     }
     return 0;
@@ -227,8 +224,7 @@ static int append(sp_engine *e, const sp_run_key *key, const char *request_id,
         return -1;
     sp_append_event_req req = {*key, request_id, event_id, kind, {body, len, digest}};
     sp_append_event_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_append_event(e->store, &req, &res, err));
+    sp_store_rc rc = ledger_append(e, &req, &res, err);
     free(body);
     if (rc != SP_STORE_OK)
         return -1;
@@ -245,7 +241,7 @@ int sp_engine_signal(sp_engine *e, const sp_run_key *key, const char *message_id
         (outcome && engine_check_token("an outcome", outcome, 64, err)))
         return -1;
     char request_id[SP_STORE_REQUEST_ID_MAX], event_id[SP_STORE_REQUEST_ID_MAX];
-    snprintf(request_id, sizeof request_id, "signal/%s", message_id);
+    ledger_signal_id(message_id, request_id);
     snprintf(event_id, sizeof event_id, "sig:%s", message_id);
     if (engine_admit_signal(e, key, request_id, name, outcome, answer, err))
         return -1;
@@ -307,14 +303,10 @@ int sp_engine_release(sp_engine *e, const sp_run_key *key, sp_disposition *dispo
     sp_run_view view;
     if (engine_get_run(e, key, &view, err))
         return -1;
-    char request_id[SP_STORE_REQUEST_ID_MAX];
-    snprintf(request_id, sizeof request_id, "release/%llu/%llu",
-             (unsigned long long)view.revision, (unsigned long long)view.quarantine_at_ms);
-    sp_run_view_free(&view);
-    sp_release_req req = {*key, request_id};
     sp_flag_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_release_run(e->store, &req, &res, err));
+    sp_store_rc rc =
+        ledger_release(e, key, view.revision, view.quarantine_at_ms, &res, err);
+    sp_run_view_free(&view);
     if (rc != SP_STORE_OK)
         return -1;
     *disposition = res.disposition;

@@ -1,7 +1,7 @@
 /*
  * coordinate.c - step 2 of a tick (engine.md §3): for each run with a
  * pending event, up to turns_per_run times: load the turn, run the kernel,
- * commit the decision with request ID commit/<rev+1>/<eventId>, or
+ * commit the decision (ledger_commit_turn), or
  * quarantine the run when the kernel fails.
  *
  * Must never act on a decision's commands (only committed work, read back
@@ -14,18 +14,16 @@
 
 #include "base/failpoint.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 #define KERNEL_DIGEST "native:spore-kernel@" SP_SEMANTICS_VERSION
 
 static int quarantine(sp_engine *e, const sp_run_key *key, uint64_t revision, const char *code,
                       const char *details, sp_tick_stats *stats, sp_error *err)
 {
-    char request_id[SP_STORE_REQUEST_ID_MAX];
-    engine_request_id(e, "quarantine", key->run_id, request_id, sizeof request_id);
-    sp_quarantine_req req = {*key, request_id, revision, code, details};
+    sp_quarantine_req req = {*key, NULL, revision, code, details};
     sp_flag_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_quarantine_run(e->store, &req, &res, err));
+    sp_store_rc rc = ledger_quarantine(e, &req, &res, err);
     if (rc == SP_STORE_OK) {
         stats->quarantined++;
         return 0;
@@ -55,9 +53,7 @@ typedef enum turn_result { TURN_NEXT, TURN_STOP, TURN_ERROR } turn_result;
 static turn_result commit(sp_engine *e, const sp_turn *t, const sp_kernel_decision *d,
                           sp_tick_stats *stats, sp_error *err)
 {
-    char request_id[SP_STORE_REQUEST_ID_MAX], decision_digest[SP_DIGEST_TEXT_LEN + 1];
-    snprintf(request_id, sizeof request_id, "commit/%llu/%s",
-             (unsigned long long)(t->revision + 1), t->event.event_id);
+    char decision_digest[SP_DIGEST_TEXT_LEN + 1];
     sp_kernel_decision_digest(d, decision_digest);
     sp_command_rec *cmds = calloc(d->ncommands + 1, sizeof *cmds);
     sp_diagnostic_rec *diags = calloc(d->ndiagnostics + 1, sizeof *diags);
@@ -68,13 +64,12 @@ static turn_result commit(sp_engine *e, const sp_turn *t, const sp_kernel_decisi
         return TURN_ERROR;
     }
     fill_records(d, cmds, diags);
-    sp_commit_turn_req req = {t->key, request_id, t->revision, t->event.event_id,
+    sp_commit_turn_req req = {t->key, NULL, t->revision, t->event.event_id,
                               t->event.sequence, decision_digest, d->snapshot, d->snapshot_len,
                               d->snapshot_digest, d->status, cmds, d->ncommands, diags,
                               d->ndiagnostics};
     sp_commit_turn_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_commit_turn(e->store, &req, &res, err));
+    sp_store_rc rc = ledger_commit_turn(e, &req, &res, err);
     free(cmds);
     free(diags);
     if (rc == SP_STORE_OK) {

@@ -17,6 +17,7 @@
 
 #include "base/failpoint.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 /* Free slots: attempts this engine may still take on. */
 static uint32_t free_slots(sp_engine *e)
@@ -44,12 +45,8 @@ static bool already_in_flight(sp_engine *e, const sp_due_item *item)
  * under that claim is applied now. */
 static bool confirm_duplicate(sp_engine *e, const sp_claim *claim, sp_error *err)
 {
-    char request_id[SP_STORE_REQUEST_ID_MAX];
-    engine_request_id(e, "heartbeat", claim->attempt.attempt_id, request_id, sizeof request_id);
-    sp_heartbeat_req req = {claim->attempt, request_id, e->cfg.lease_ms};
     sp_heartbeat_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_heartbeat(e->store, &req, &res, err));
+    sp_store_rc rc = ledger_heartbeat(e, &claim->attempt, e->cfg.lease_ms, false, &res, err);
     bool ok = rc == SP_STORE_OK && res.disposition == SP_APPLIED;
     sp_error_clear(err);
     return ok;
@@ -73,17 +70,13 @@ static bool workable(sp_engine *e, const sp_due_item *item)
 
 static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats, sp_error *err)
 {
-    char request_id[SP_STORE_REQUEST_ID_MAX];
-    engine_request_id(e, "claim", item->id, request_id, sizeof request_id);
     sp_claim_req req = {.key = item->key,
-                        .request_id = request_id,
                         .invocation_id = item->id,
                         .worker = e->worker_id,
                         .lease_duration_ms = e->cfg.lease_ms,
                         .host = e->host};
     sp_claim claim;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_claim_attempt(e->store, &req, &claim, err));
+    sp_store_rc rc = ledger_claim(e, &req, &claim, err);
     if (rc != SP_STORE_OK) {
         if (sp_store_rc_transient(rc)) {
             stats->store_unavailable = true;

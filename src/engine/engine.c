@@ -63,11 +63,6 @@ static uint64_t mono_ns(void)
 
 uint64_t engine_mono_ms(void) { return mono_ns() / 1000000u; }
 
-void engine_request_id(sp_engine *e, const char *op, const char *subject, char *out, size_t n)
-{
-    unsigned long c = atomic_fetch_add(&e->counter, 1) + 1;
-    snprintf(out, n, "%s/%s/%s/%lu", op, subject, e->nonce, c);
-}
 
 bool engine_same_key(const sp_run_key *a, const sp_run_key *b)
 {

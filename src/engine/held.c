@@ -21,6 +21,7 @@
 
 #include "base/failpoint.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 #include "json/json.h"
 
 #define WATCH_MAX 16
@@ -101,7 +102,7 @@ static void finish_with(held_job *j, const sp_activity_output *out)
     size_t len;
     char *body = engine_result_body(&claim, out, &len, &err);
     if (body) {
-        engine_finish_or_keep(e, &j->attempt, body, len, "watch-result-late", &err);
+        ledger_finish_or_keep(e, &j->attempt, body, len, "watch-result-late", &err);
         free(body);
     }
     sp_error_clear(&err);

@@ -1,7 +1,11 @@
 /*
- * internal.h - the engine's own state, shared by its modules (engine.c,
- * coordinate.c, sweep.c, dispatch.c, attempt.c, client.c, park.c,
- * packages.c, takeover.c, fault.c). Not part of the engine's interface.
+ * internal.h - the engine's own state, shared by its modules. Not part of
+ * the engine's interface. The layers, bottom up: ledger.c (every store
+ * mutation, its request ID and its retry; fault.c the retry schedule),
+ * packages.c / runstate.c (what is loaded and kept), the work of a pass
+ * (sweep.c, held.c, coordinate.c, dispatch.c, attempt.c on pool.c), and
+ * tick.c at the top (the pass, serve, shutdown); client.c, steps.c,
+ * admission.c and the views serve the API beside it.
  */
 #ifndef SPORE_ENGINE_INTERNAL_H
 #define SPORE_ENGINE_INTERNAL_H
@@ -179,7 +183,6 @@ struct sp_engine {
 };
 
 /* engine.c */
-void engine_request_id(sp_engine *e, const char *op, const char *subject, char *out, size_t n);
 void engine_sleep_ms(uint64_t ms);
 uint64_t engine_mono_ms(void);
 bool engine_interrupted(const sp_engine *e);
@@ -275,10 +278,6 @@ int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *ou
 int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason,
                   sp_tick_stats *stats, sp_error *err);
 
-/* attempt.c: finish an attempt with a result body, or - when its lease is
- * gone - keep the body as late evidence of `late_kind`. */
-sp_store_rc engine_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const char *body,
-                                  size_t len, const char *late_kind, sp_error *err);
 
 /* attempt.c: an attempt's life in this engine. Start hands a committed
  * claim to the pool; the tick reports what settled (in its batch), renews

@@ -13,6 +13,7 @@
 
 #include "base/random.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 #include "json/json.h"
 
 void sp_step_claim_free(sp_step_claim *c)
@@ -82,20 +83,17 @@ static int try_claim(sp_engine *e, const sp_due_item *item, const char *actor, c
     sp_hold_terms terms;
     if (engine_action_terms(ea, &terms, err))
         return -1;
-    char owner[40], request_id[SP_STORE_REQUEST_ID_MAX];
+    char owner[40];
     memcpy(owner, "ext-", 4);
     sp_random_hex(owner + 4, 16);
-    snprintf(request_id, sizeof request_id, "claim/%s/%s", item->id, owner);
     sp_claim_req req = {.key = item->key,
-                        .request_id = request_id,
                         .invocation_id = item->id,
                         .worker = owner,
                         .lease_duration_ms = terms.lease_in_ms,
                         .holder = holder,
                         .deadline_in_ms = terms.deadline_in_ms};
     sp_claim c;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_claim_attempt(e->store, &req, &c, err));
+    sp_store_rc rc = ledger_claim_actor(e, &req, &c, err);
     if (rc != SP_STORE_OK) {
         if (sp_store_rc_transient(rc))
             return -1;
@@ -185,12 +183,8 @@ int sp_engine_step_renew(sp_engine *e, const char *token, uint64_t *lease_until_
     sp_hold_terms terms;
     if (engine_action_terms(s.action, &terms, err))
         return -1;
-    char request_id[SP_STORE_REQUEST_ID_MAX];
-    engine_request_id(e, "renew", s.ref.attempt_id, request_id, sizeof request_id);
-    sp_heartbeat_req req = {s.ref, request_id, terms.lease_in_ms};
     sp_heartbeat_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_heartbeat(e->store, &req, &res, err));
+    sp_store_rc rc = ledger_heartbeat(e, &s.ref, terms.lease_in_ms, true, &res, err);
     if (rc != SP_STORE_OK)
         return -1;
     *lease_until_ms = res.lease_until_ms;
@@ -207,7 +201,7 @@ static int finish(sp_engine *e, const step_ctx *s, const sp_activity_output *out
     char *body = engine_result_body(&claim, out, &len, err);
     if (!body)
         return -1;
-    sp_store_rc rc = engine_finish_or_keep(e, &s->ref, body, len, "step-result-late", err);
+    sp_store_rc rc = ledger_finish_or_keep(e, &s->ref, body, len, "step-result-late", err);
     free(body);
     return rc == SP_STORE_OK ? 0 : -1;
 }
@@ -287,12 +281,8 @@ int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id
             snprintf(ref.attempt_id, sizeof ref.attempt_id, "%s", v->attempt_id);
             snprintf(ref.owner, sizeof ref.owner, "%s", v->owner);
             snprintf(attempt_id, n, "%s", v->attempt_id);
-            char request_id[SP_STORE_REQUEST_ID_MAX];
-            snprintf(request_id, sizeof request_id, "expire/%s", v->attempt_id);
-            sp_expire_req req = {ref, request_id, SP_EXPIRE_ABANDONED};
             sp_finish_res res;
-            sp_store_rc src;
-            ENGINE_RETRY(e, src, err, sp_store_expire_attempt(e->store, &req, &res, err));
+            sp_store_rc src = ledger_expire(e, &ref, SP_EXPIRE_ABANDONED, &res, err);
             rc = src == SP_STORE_OK ? 0 : -1;
             break;
         }

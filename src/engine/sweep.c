@@ -12,16 +12,13 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason,
                   sp_tick_stats *stats, sp_error *err)
 {
-    char request_id[SP_STORE_REQUEST_ID_MAX];
-    snprintf(request_id, sizeof request_id, "expire/%s", ref->attempt_id);
-    sp_expire_req req = {*ref, request_id, reason};
     sp_finish_res res;
-    sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_expire_attempt(e->store, &req, &res, err));
+    sp_store_rc rc = ledger_expire(e, ref, reason, &res, err);
     if (rc == SP_STORE_OK) {
         if (res.disposition == SP_APPLIED)
             stats->expired++;

@@ -345,6 +345,7 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
     engine_fault_serving(e, false);
     sp_engine_shutdown(e);
     sp_tick_stats stats;
+    memset(&stats, 0, sizeof stats);
     sp_error ignored = {0};
     engine_coordinate(e, &stats, NULL, &ignored); /* leave statuses current */
     sp_error_clear(&ignored);

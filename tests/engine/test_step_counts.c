@@ -242,8 +242,10 @@ static bool pg_location(char *out, size_t cap)
     char schema[64], sql[256];
     snprintf(schema, sizeof schema, "counts_%d", (int)getpid());
     PGconn *c = PQconnectdb(url);
-    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", schema,
-             schema);
+    snprintf(sql, sizeof sql,
+             "SET client_min_messages = warning; DROP SCHEMA IF EXISTS %s CASCADE;"
+             " CREATE SCHEMA %s",
+             schema, schema);
     PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
     ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);

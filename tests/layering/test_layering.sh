@@ -33,7 +33,8 @@ allowed() {
 }
 
 forbidden() {
-  if compiles "$1" "$2" || ! grep -q "No such file" "$tmp/err"; then
+  # gcc: "No such file or directory"; clang: "'x.h' file not found"
+  if compiles "$1" "$2" || ! grep -qE "No such file|file not found" "$tmp/err"; then
     echo "FAIL: $1 may include $2, which its layer forbids" >&2
     failures=$((failures + 1))
   fi

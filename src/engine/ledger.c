@@ -1,0 +1,240 @@
+/*
+ * ledger.c - every store mutation of the engine with its request ID and its
+ * retry (see ledger.h). The request-ID formats are in request_id() below,
+ * all of them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/random.h"
+#include "engine/internal.h"
+#include "engine/ledger.h"
+
+typedef enum request_kind {
+    ID_START,       /* start/<startKey> */
+    /* signal/<messageId>: ledger_signal_id() */
+    ID_RELEASE,     /* release/<revision>/<quarantineAtMs> (a, b: decimals) */
+    ID_COMMIT,      /* commit/<revision+1>/<eventId> (a: decimal) */
+    ID_QUARANTINE,  /* quarantine/<runId>/<nonce>/<n> */
+    ID_CLAIM,       /* claim/<invocationId>/<nonce>/<n> */
+    ID_CLAIM_ACTOR, /* claim/<invocationId>/<owner> */
+    ID_HEARTBEAT,   /* heartbeat/<attemptId>/<nonce>/<n> */
+    ID_RENEW,       /* renew/<attemptId>/<nonce>/<n> */
+    ID_HOLD,        /* hold/<attemptId> */
+    ID_FINISH,      /* finish/<attemptId> */
+    ID_EXPIRE,      /* expire/<attemptId> */
+    ID_LATE,        /* late/<attemptId>/<kind>/<nonce> */
+    ID_AGENT_EVENT, /* agent-event/<attemptId>/<n> (b: decimal) */
+    ID_AUDIT,       /* audit/<attemptId>/<kind>/<random> */
+} request_kind;
+
+/* <nonce>: this engine's random nonce; <n>: its request counter (a new
+ * request each time: a retry of the same call reuses the ID it built). */
+static void request_id(sp_engine *e, request_kind kind, const char *a, const char *b,
+                       char out[SP_STORE_REQUEST_ID_MAX])
+{
+    const size_t n = SP_STORE_REQUEST_ID_MAX;
+    unsigned long count = atomic_fetch_add(&e->counter, 1) + 1;
+    char rnd[17];
+    switch (kind) {
+    case ID_START: snprintf(out, n, "start/%s", a); return;
+    case ID_RELEASE: snprintf(out, n, "release/%s/%s", a, b); return;
+    case ID_COMMIT: snprintf(out, n, "commit/%s/%s", a, b); return;
+    case ID_QUARANTINE: snprintf(out, n, "quarantine/%s/%s/%lu", a, e->nonce, count); return;
+    case ID_CLAIM: snprintf(out, n, "claim/%s/%s/%lu", a, e->nonce, count); return;
+    case ID_CLAIM_ACTOR: snprintf(out, n, "claim/%s/%s", a, b); return;
+    case ID_HEARTBEAT: snprintf(out, n, "heartbeat/%s/%s/%lu", a, e->nonce, count); return;
+    case ID_RENEW: snprintf(out, n, "renew/%s/%s/%lu", a, e->nonce, count); return;
+    case ID_HOLD: snprintf(out, n, "hold/%s", a); return;
+    case ID_FINISH: snprintf(out, n, "finish/%s", a); return;
+    case ID_EXPIRE: snprintf(out, n, "expire/%s", a); return;
+    case ID_LATE: snprintf(out, n, "late/%s/%s/%s", a, b, e->nonce); return;
+    case ID_AGENT_EVENT: snprintf(out, n, "agent-event/%s/%s", a, b); return;
+    case ID_AUDIT:
+        sp_random_hex(rnd, 8);
+        snprintf(out, n, "audit/%s/%s/%s", a, b, rnd);
+        return;
+    }
+}
+
+static void decimal(uint64_t v, char out[24]) { snprintf(out, 24, "%llu", (unsigned long long)v); }
+
+sp_store_rc ledger_put_blob(sp_engine *e, const char *digest, const void *bytes, size_t len,
+                            sp_error *err)
+{
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_put_blob(e->store, digest, bytes, len, err));
+    return rc;
+}
+
+sp_store_rc ledger_create_run(sp_engine *e, sp_create_run_req *req, sp_create_run_res *res,
+                              sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX];
+    request_id(e, ID_START, req->start_key, NULL, id);
+    req->request_id = id;
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_create_run(e->store, req, res, err));
+    req->request_id = NULL;
+    return rc;
+}
+
+sp_store_rc ledger_append(sp_engine *e, sp_append_event_req *req, sp_append_event_res *res,
+                          sp_error *err)
+{
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_append_event(e->store, req, res, err));
+    return rc;
+}
+
+void ledger_signal_id(const char *message_id, char out[SP_STORE_REQUEST_ID_MAX])
+{
+    snprintf(out, SP_STORE_REQUEST_ID_MAX, "signal/%s", message_id);
+}
+
+sp_store_rc ledger_release(sp_engine *e, const sp_run_key *key, uint64_t revision,
+                           uint64_t quarantine_at_ms, sp_flag_res *res, sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX], a[24], b[24];
+    decimal(revision, a);
+    decimal(quarantine_at_ms, b);
+    request_id(e, ID_RELEASE, a, b, id);
+    sp_release_req req = {*key, id};
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_release_run(e->store, &req, res, err));
+    return rc;
+}
+
+sp_store_rc ledger_commit_turn(sp_engine *e, sp_commit_turn_req *req, sp_commit_turn_res *res,
+                               sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX], next[24];
+    decimal(req->expected_revision + 1, next);
+    request_id(e, ID_COMMIT, next, req->event_id, id);
+    req->request_id = id;
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_commit_turn(e->store, req, res, err));
+    req->request_id = NULL;
+    return rc;
+}
+
+sp_store_rc ledger_quarantine(sp_engine *e, sp_quarantine_req *req, sp_flag_res *res,
+                              sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX];
+    request_id(e, ID_QUARANTINE, req->key.run_id, NULL, id);
+    req->request_id = id;
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_quarantine_run(e->store, req, res, err));
+    req->request_id = NULL;
+    return rc;
+}
+
+static sp_store_rc claim(sp_engine *e, request_kind kind, sp_claim_req *req, sp_claim *res,
+                         sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX];
+    request_id(e, kind, req->invocation_id, req->worker, id);
+    req->request_id = id;
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_claim_attempt(e->store, req, res, err));
+    req->request_id = NULL;
+    return rc;
+}
+
+sp_store_rc ledger_claim(sp_engine *e, sp_claim_req *req, sp_claim *res, sp_error *err)
+{
+    return claim(e, ID_CLAIM, req, res, err);
+}
+
+sp_store_rc ledger_claim_actor(sp_engine *e, sp_claim_req *req, sp_claim *res, sp_error *err)
+{
+    return claim(e, ID_CLAIM_ACTOR, req, res, err);
+}
+
+sp_store_rc ledger_heartbeat(sp_engine *e, const sp_attempt_ref *ref, uint64_t extend_ms,
+                             bool renew, sp_heartbeat_res *res, sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX];
+    request_id(e, renew ? ID_RENEW : ID_HEARTBEAT, ref->attempt_id, NULL, id);
+    sp_heartbeat_req req = {*ref, id, extend_ms};
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_heartbeat(e->store, &req, res, err));
+    return rc;
+}
+
+sp_store_rc ledger_hold(sp_engine *e, sp_hold_req *req, sp_heartbeat_res *res, sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX];
+    request_id(e, ID_HOLD, req->attempt.attempt_id, NULL, id);
+    req->request_id = id;
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_hold_attempt(e->store, req, res, err));
+    req->request_id = NULL;
+    return rc;
+}
+
+static void evidence(sp_engine *e, const sp_attempt_ref *ref, const char *id, const char *kind,
+                     const char *body, size_t len)
+{
+    char digest[SP_DIGEST_TEXT_LEN + 1];
+    sp_digest_one("body", body, len, digest);
+    sp_late_evidence_req req = {*ref, id, kind, {body, len, digest}};
+    sp_late_evidence_res res;
+    sp_error err = {0};
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, &err, sp_store_record_late_evidence(e->store, &req, &res, &err));
+    (void)rc; /* best effort: the evidence's owner already acted */
+    sp_error_clear(&err);
+}
+
+void ledger_keep_late(sp_engine *e, const sp_attempt_ref *ref, const char *kind, const char *body,
+                      size_t len)
+{
+    char id[SP_STORE_REQUEST_ID_MAX];
+    request_id(e, ID_LATE, ref->attempt_id, kind, id);
+    evidence(e, ref, id, kind, body, len);
+}
+
+void ledger_agent_event(sp_engine *e, const sp_attempt_ref *ref, uint32_t n, const char *body,
+                        size_t len)
+{
+    char id[SP_STORE_REQUEST_ID_MAX], number[24];
+    decimal(n, number);
+    request_id(e, ID_AGENT_EVENT, ref->attempt_id, number, id);
+    evidence(e, ref, id, "agent.event", body, len);
+}
+
+void ledger_audit(sp_engine *e, const sp_attempt_ref *ref, const char *kind, const char *body,
+                  size_t len)
+{
+    char id[SP_STORE_REQUEST_ID_MAX];
+    request_id(e, ID_AUDIT, ref->attempt_id, kind, id);
+    evidence(e, ref, id, kind, body, len);
+}
+
+sp_store_rc ledger_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const char *body,
+                                  size_t len, const char *late_kind, sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
+    request_id(e, ID_FINISH, ref->attempt_id, NULL, id);
+    sp_digest_one("body", body, len, digest);
+    sp_finish_req req = {*ref, id, {body, len, digest}};
+    sp_finish_res res;
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_finish_attempt(e->store, &req, &res, err));
+    if (rc == SP_STORE_STALE)
+        ledger_keep_late(e, ref, late_kind, body, len);
+    return rc;
+}
+
+sp_store_rc ledger_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason,
+                          sp_finish_res *res, sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX];
+    request_id(e, ID_EXPIRE, ref->attempt_id, NULL, id);
+    sp_expire_req req = {*ref, id, reason};
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_expire_attempt(e->store, &req, res, err));
+    return rc;
+}

@@ -1,0 +1,82 @@
+/*
+ * ledger.h - the engine's bottom layer: every store mutation the engine
+ * makes, one named function each, with its request ID and its retry.
+ *
+ * What it is for: the request IDs are the idempotency contract (store.md §2:
+ * the same request ID with the same body is a duplicate, never a second
+ * effect), so their formats live in one table (ledger.c) where they can be
+ * reviewed together; every mutation is retried the same way (ENGINE_RETRY:
+ * the identical request while the store answers a transient kind; in the
+ * tick's batch not at all, the pass is abandoned instead).
+ *
+ * What it must never do: decide anything (callers interpret the answers),
+ * build a request ID outside its table, or retry with a different request.
+ */
+#ifndef SPORE_ENGINE_LEDGER_H
+#define SPORE_ENGINE_LEDGER_H
+
+#include "store/store.h"
+
+struct sp_engine;
+
+/* A content-addressed blob (a sealed runner's bytes): no request ID, put
+ * is idempotent by its digest. */
+sp_store_rc ledger_put_blob(struct sp_engine *e, const char *digest, const void *bytes,
+                            size_t len, sp_error *err);
+/* Create the run of a start key: request start/<startKey> (a repeated start
+ * of the same key is a duplicate that names the same run). */
+sp_store_rc ledger_create_run(struct sp_engine *e, sp_create_run_req *req, sp_create_run_res *res,
+                              sp_error *err);
+/* The request ID of a signal with message ID m: signal/<m> (the admission
+ * checks look it up before the signal is appended). */
+void ledger_signal_id(const char *message_id, char out[SP_STORE_REQUEST_ID_MAX]);
+/* Append an event under req->request_id: a signal's (ledger_signal_id) or
+ * the one a resolve was given (--id). */
+sp_store_rc ledger_append(struct sp_engine *e, sp_append_event_req *req, sp_append_event_res *res,
+                          sp_error *err);
+/* Lift a quarantine: request release/<revision>/<quarantineAtMs>. */
+sp_store_rc ledger_release(struct sp_engine *e, const sp_run_key *key, uint64_t revision,
+                           uint64_t quarantine_at_ms, sp_flag_res *res, sp_error *err);
+
+/* Commit the kernel's decision on the event of a turn: request
+ * commit/<revision+1>/<eventId> (two coordinators deciding the same turn
+ * send the same request: the second is a duplicate). */
+sp_store_rc ledger_commit_turn(struct sp_engine *e, sp_commit_turn_req *req,
+                               sp_commit_turn_res *res, sp_error *err);
+/* Quarantine a run at revision: request quarantine/<runId>/<nonce>/<n>. */
+sp_store_rc ledger_quarantine(struct sp_engine *e, sp_quarantine_req *req, sp_flag_res *res,
+                              sp_error *err);
+
+/* A worker's claim: request claim/<invocationId>/<nonce>/<n>. */
+sp_store_rc ledger_claim(struct sp_engine *e, sp_claim_req *req, sp_claim *res, sp_error *err);
+/* An actor's claim of an external step (owner ext-<random>): request
+ * claim/<invocationId>/<owner>. */
+sp_store_rc ledger_claim_actor(struct sp_engine *e, sp_claim_req *req, sp_claim *res,
+                               sp_error *err);
+/* Renew a lease: heartbeat/<attemptId>/<nonce>/<n> (a worker) or
+ * renew/<attemptId>/<nonce>/<n> (an actor: renew = true). */
+sp_store_rc ledger_heartbeat(struct sp_engine *e, const sp_attempt_ref *ref, uint64_t extend_ms,
+                             bool renew, sp_heartbeat_res *res, sp_error *err);
+/* Record an async start's handle: request hold/<attemptId>. */
+sp_store_rc ledger_hold(struct sp_engine *e, sp_hold_req *req, sp_heartbeat_res *res,
+                        sp_error *err);
+/* Finish an attempt with a result body: request finish/<attemptId>; when
+ * its lease is gone (stale) the body is kept as late evidence of late_kind. */
+sp_store_rc ledger_finish_or_keep(struct sp_engine *e, const sp_attempt_ref *ref, const char *body,
+                                  size_t len, const char *late_kind, sp_error *err);
+/* Expire an attempt: request expire/<attemptId>. */
+sp_store_rc ledger_expire(struct sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason,
+                          sp_finish_res *res, sp_error *err);
+
+/* Evidence beside an attempt, best effort (a lost one changes nothing):
+ * late/<attemptId>/<kind>/<nonce> (what came after the lease), agent
+ * events agent-event/<attemptId>/<n>, and a component runner's audit rows
+ * audit/<attemptId>/<kind>/<random>. */
+void ledger_keep_late(struct sp_engine *e, const sp_attempt_ref *ref, const char *kind,
+                      const char *body, size_t len);
+void ledger_agent_event(struct sp_engine *e, const sp_attempt_ref *ref, uint32_t n,
+                        const char *body, size_t len);
+void ledger_audit(struct sp_engine *e, const sp_attempt_ref *ref, const char *kind,
+                  const char *body, size_t len);
+
+#endif
