@@ -1473,6 +1473,34 @@ static void progress_line(int rep, int reps, const char *what, double v, const c
     fprintf(stderr, "rep %d/%d: %-34s %10s %s\n", rep + 1, reps, what, t, unit);
 }
 
+/* The engine's five workloads of one repetition on one store kind, each
+ * printed as it ends and put in its row (PostgreSQL's rows: "PG " labels). */
+static void engine_workloads(const opts *o, bool pg, int r, sp_native_registry *natives)
+{
+    const char *p = pg ? "PG " : "";
+    char what[64];
+    seq_out s1 = run_seq(pg, o->steps, 1, natives);
+    snprintf(what, sizeof what, "%sseq 1-node", p);
+    progress_line(r, o->reps, what, s1.per_s, "steps/s");
+    put_seq(pg ? R_PG_SEQ1 : R_SEQ1, r, s1);
+    seq_out s250 = run_seq(pg, o->steps, CHAIN, natives);
+    snprintf(what, sizeof what, "%sseq 250-node", p);
+    progress_line(r, o->reps, what, s250.per_s, "steps/s");
+    put_seq(pg ? R_PG_SEQ250 : R_SEQ250, r, s250);
+    conc_out c = run_conc_inproc(pg, o->runs, o->run_steps, natives);
+    snprintf(what, sizeof what, "%sruns, 1 worker in-process", p);
+    progress_line(r, o->reps, what, c.per_s, "steps/s");
+    put_conc(pg ? R_PG_CONC : R_CONC, r, c);
+    for (int workers = 1; o->fork && workers <= 2; workers++) {
+        conc_out f = run_conc_fork(pg, o->runs, o->run_steps, workers, natives);
+        snprintf(what, sizeof what, "%sruns, %d worker process%s", p, workers,
+                 workers > 1 ? "es" : "");
+        progress_line(r, o->reps, what, f.per_s, "steps/s");
+        int row = workers == 1 ? (pg ? R_PG_FORK1 : R_FORK1) : (pg ? R_PG_FORK2 : R_FORK2);
+        put_conc(row, r, f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     opts o = {.reps = 3, .steps = 1000, .runs = 200, .run_steps = 10, .raw_ms = 1000,
@@ -1606,43 +1634,11 @@ int main(int argc, char **argv)
     for (int r = 0; r < o.reps && !g_abort; r++) {
         raw_out a = raw_sqlite(o.raw_ms);
         progress_line(r, o.reps, "SQLite raw commits (start)", a.per_s, "commits/s");
-        seq_out s1 = run_seq(false, o.steps, 1, natives);
-        progress_line(r, o.reps, "seq 1-node", s1.per_s, "steps/s");
-        put_seq(R_SEQ1, r, s1);
-        seq_out s250 = run_seq(false, o.steps, CHAIN, natives);
-        progress_line(r, o.reps, "seq 250-node", s250.per_s, "steps/s");
-        put_seq(R_SEQ250, r, s250);
-        conc_out c = run_conc_inproc(false, o.runs, o.run_steps, natives);
-        progress_line(r, o.reps, "runs, 1 worker in-process", c.per_s, "steps/s");
-        put_conc(R_CONC, r, c);
-        if (o.fork) {
-            conc_out f1 = run_conc_fork(false, o.runs, o.run_steps, 1, natives);
-            progress_line(r, o.reps, "runs, 1 worker process", f1.per_s, "steps/s");
-            put_conc(R_FORK1, r, f1);
-            conc_out f2 = run_conc_fork(false, o.runs, o.run_steps, 2, natives);
-            progress_line(r, o.reps, "runs, 2 worker processes", f2.per_s, "steps/s");
-            put_conc(R_FORK2, r, f2);
-        }
+        engine_workloads(&o, false, r, natives);
         if (pg && !g_abort) {
             raw_out pa = raw_pg(o.raw_ms);
             progress_line(r, o.reps, "PG raw INSERTs (start)", pa.per_s, "commits/s");
-            seq_out p1 = run_seq(true, o.steps, 1, natives);
-            progress_line(r, o.reps, "PG seq 1-node", p1.per_s, "steps/s");
-            put_seq(R_PG_SEQ1, r, p1);
-            seq_out p250 = run_seq(true, o.steps, CHAIN, natives);
-            progress_line(r, o.reps, "PG seq 250-node", p250.per_s, "steps/s");
-            put_seq(R_PG_SEQ250, r, p250);
-            conc_out pc = run_conc_inproc(true, o.runs, o.run_steps, natives);
-            progress_line(r, o.reps, "PG runs, 1 worker in-process", pc.per_s, "steps/s");
-            put_conc(R_PG_CONC, r, pc);
-            if (o.fork) {
-                conc_out pf1 = run_conc_fork(true, o.runs, o.run_steps, 1, natives);
-                progress_line(r, o.reps, "PG runs, 1 worker process", pf1.per_s, "steps/s");
-                put_conc(R_PG_FORK1, r, pf1);
-                conc_out pf2 = run_conc_fork(true, o.runs, o.run_steps, 2, natives);
-                progress_line(r, o.reps, "PG runs, 2 worker processes", pf2.per_s, "steps/s");
-                put_conc(R_PG_FORK2, r, pf2);
-            }
+            engine_workloads(&o, true, r, natives);
             raw_out pb = raw_pg(o.raw_ms);
             progress_line(r, o.reps, "PG raw INSERTs (end)", pb.per_s, "commits/s");
             put_raw(R_PG_RAW, r, pa, pb, 1);
