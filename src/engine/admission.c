@@ -23,6 +23,7 @@
 
 #include "engine/admission.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 /* What the checks read of a run. */
 typedef struct run_facts {
@@ -72,7 +73,7 @@ static int load_facts(sp_engine *e, const sp_run_key *key, run_facts *f, sp_erro
         return -1;
     sp_store_rc rc;
     ENGINE_RETRY_READ(e, rc, err,
-                      sp_store_list_events(e->store, key, f->view.applied_sequence,
+                      ledger_list_events(e, key, f->view.applied_sequence,
                                            ADMISSION_PENDING_MAX, &f->pending, err));
     return rc == SP_STORE_OK ? 0 : -1;
 }
@@ -82,7 +83,7 @@ static int receipt_exists(sp_engine *e, const sp_run_key *key, const char *reque
 {
     sp_receipt r;
     sp_store_rc rc;
-    ENGINE_RETRY_READ(e, rc, err, sp_store_get_receipt(e->store, key, request_id, &r, exists, err));
+    ENGINE_RETRY_READ(e, rc, err, ledger_get_receipt(e, key, request_id, &r, exists, err));
     if (rc != SP_STORE_OK)
         return -1;
     if (*exists)

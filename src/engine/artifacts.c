@@ -21,7 +21,7 @@ static int get_blob(void *ctx, const char *digest, void **bytes, size_t *len, sp
     bool found = false;
     sp_store_rc rc;
     ENGINE_RETRY_READ(a->e, rc, err,
-                      sp_store_get_blob(a->e->store, digest, bytes, len, &found, err));
+                      ledger_get_blob(a->e, digest, bytes, len, &found, err));
     if (rc != SP_STORE_OK)
         return -1;
     return found ? 0 : 1;

@@ -169,7 +169,7 @@ static void execute(inflight *a, const sp_runner *runner)
                          .stop = &a->stop,
                          .natives = e->cfg.natives,
                          .token = has_token ? token : NULL,
-                         .store_location = sp_store_location(e->store),
+                         .store_location = ledger_location(e->store),
                          .progress = on_progress, /* agent events */
                          .progress_ctx = a,
                          .artifacts = &arts.api};

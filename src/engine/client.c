@@ -60,7 +60,7 @@ static int same_input(sp_engine *e, const sp_run_key *key, const json_t *input, 
 {
     sp_event_list events;
     sp_store_rc rc;
-    ENGINE_RETRY_READ(e, rc, err, sp_store_list_events(e->store, key, 0, 1, &events, err));
+    ENGINE_RETRY_READ(e, rc, err, ledger_list_events(e, key, 0, 1, &events, err));
     if (rc != SP_STORE_OK)
         return -1;
     json_t *body = events.n ? json_loadb(events.events[0].body, events.events[0].body_len, 0, NULL)
@@ -84,7 +84,7 @@ static int reuse(sp_engine *e, const sp_run_key *key, const char *package_digest
 {
     sp_run_view view;
     bool found = false;
-    sp_store_rc rc = sp_store_get_run(e->store, key, &view, &found, err);
+    sp_store_rc rc = ledger_get_run(e, key, &view, &found, err);
     if (rc != SP_STORE_OK)
         return -1;
     if (!found)
@@ -109,7 +109,7 @@ static int reuse(sp_engine *e, const sp_run_key *key, const char *package_digest
 
 static int find(sp_engine *e, const char *start_key, sp_run_key *key, bool *found, sp_error *err)
 {
-    sp_store_rc rc = sp_store_find_run(e->store, e->tenant, start_key, key, found, err);
+    sp_store_rc rc = ledger_find_run(e, e->tenant, start_key, key, found, err);
     return rc == SP_STORE_OK ? 0 : -1;
 }
 

@@ -151,7 +151,7 @@ static int coordinate_run(sp_engine *e, const sp_run_key *key, sp_tick_stats *st
     for (uint32_t i = 0; i < e->cfg.turns_per_run; i++) {
         sp_turn t;
         bool found = false;
-        sp_store_rc rc = sp_store_load_turn(e->store, key, &t, &found, err);
+        sp_store_rc rc = ledger_load_turn(e, key, &t, &found, err);
         if (rc != SP_STORE_OK) {
             stats->store_unavailable = sp_store_rc_transient(rc);
             return -1;
@@ -179,7 +179,7 @@ int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only
     if (only)
         return coordinate_run(e, only, stats, err);
     sp_key_page page;
-    sp_store_rc rc = sp_store_scan_ready(e->store, NULL, ENGINE_PAGE, &page, err);
+    sp_store_rc rc = ledger_scan_ready(e, NULL, ENGINE_PAGE, &page, err);
     if (rc != SP_STORE_OK) {
         stats->store_unavailable = sp_store_rc_transient(rc);
         return -1;

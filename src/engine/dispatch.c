@@ -108,7 +108,7 @@ int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, 
     int r = 0;
     for (uint32_t slots = free_slots(e); slots > 0 && r == 0; slots = free_slots(e)) {
         sp_due_page page;
-        sp_store_rc rc = sp_store_scan_outbox(e->store, only, cursor, slots, &page, err);
+        sp_store_rc rc = ledger_scan_outbox(e, only, cursor, slots, &page, err);
         free(cursor);
         cursor = NULL;
         if (rc != SP_STORE_OK) {

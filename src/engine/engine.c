@@ -14,6 +14,7 @@
 
 #include "base/random.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 static atomic_ulong WORKER_COUNTER;
 
@@ -172,7 +173,7 @@ const char *sp_engine_worker_id(const sp_engine *e) { return e->worker_id; }
 int engine_get_run(sp_engine *e, const sp_run_key *key, sp_run_view *view, sp_error *err)
 {
     bool found = false;
-    if (sp_store_get_run(e->store, key, view, &found, err) != SP_STORE_OK)
+    if (ledger_get_run(e, key, view, &found, err) != SP_STORE_OK)
         return -1;
     return found ? 0 : sp_fail(err, "run.not-found", "no run %s", key->run_id);
 }
@@ -184,7 +185,7 @@ int engine_each_due(sp_engine *e, sp_tick_stats *stats, engine_due_visitor visit
     int r = 0;
     do {
         sp_due_page page;
-        sp_store_rc rc = sp_store_scan_due(e->store, cursor, ENGINE_PAGE, &page, err);
+        sp_store_rc rc = ledger_scan_due(e, cursor, ENGINE_PAGE, &page, err);
         free(cursor);
         cursor = NULL;
         if (rc != SP_STORE_OK) {

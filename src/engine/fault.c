@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 #define QUICK_TRIES 9         /* 10 ms x try first: contention clears fast */
 #define BACKOFF_FIRST_MS 100u /* then 100 ms, doubling ... */
@@ -62,6 +63,8 @@ static void operation_name(const char *call, char *out, size_t n)
         return;
     if (strncmp(call, "sp_store_", 9) == 0)
         call += 9;
+    else if (strncmp(call, "ledger_", 7) == 0)
+        call += 7;
     size_t len = strcspn(call, "( ");
     snprintf(out, n, "%.*s", (int)len, call);
 }
@@ -209,7 +212,7 @@ void engine_fault_noted(sp_engine *e, bool write, const char *call, sp_store_rc 
 bool engine_retry_again(sp_engine *e, bool write, const char *call, sp_store_rc rc,
                         unsigned try_number, sp_error *err)
 {
-    if (sp_store_in_batch(e->store)) {
+    if (ledger_in_batch(e)) {
         /* In the tick's batch nothing is durable yet and a retry cannot
          * help: the batch is abandoned and the next pass tries it all. */
         if (sp_store_rc_transient(rc)) {

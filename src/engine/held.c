@@ -345,7 +345,7 @@ int engine_held_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
     uint64_t now = engine_mono_ms();
     do {
         sp_held_page page;
-        sp_store_rc rc = sp_store_scan_held(e->store, cursor, ENGINE_PAGE, &page, err);
+        sp_store_rc rc = ledger_scan_held(e, cursor, ENGINE_PAGE, &page, err);
         free(cursor);
         cursor = NULL;
         if (rc != SP_STORE_OK) {
@@ -401,7 +401,7 @@ int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *ou
     sp_invocation_list list;
     if (engine_get_run(e, &ref->key, &view, err))
         return strcmp(err->code, "run.not-found") == 0 ? (sp_error_clear(err), 0) : -1;
-    int rc = sp_store_list_invocations(e->store, &ref->key, &list, err) == SP_STORE_OK ? 0 : -1;
+    int rc = ledger_list_invocations(e, &ref->key, &list, err) == SP_STORE_OK ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < list.n && !*found; i++) {
         sp_invocation_view *v = &list.items[i];
         if (engine_attempt_state_of(v) != ENGINE_ATTEMPT_RUNNING || !v->holder ||
@@ -431,7 +431,7 @@ bool engine_held_unobservable(sp_engine *e, const sp_run_key *key, const char *i
     sp_invocation_list list;
     sp_error err = {0};
     if (!invocation_id || !engine_action_observable(action) ||
-        sp_store_list_invocations(e->store, key, &list, &err) != SP_STORE_OK) {
+        ledger_list_invocations(e, key, &list, &err) != SP_STORE_OK) {
         sp_error_clear(&err);
         return false;
     }

@@ -238,3 +238,102 @@ sp_store_rc ledger_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_rea
     ENGINE_RETRY(e, rc, err, sp_store_expire_attempt(e->store, &req, res, err));
     return rc;
 }
+
+/* ---- reads ---- */
+
+sp_store_rc ledger_get_run(sp_engine *e, const sp_run_key *key, sp_run_view *out, bool *found, sp_error *err)
+{
+    return sp_store_get_run(e->store, key, out, found, err);
+}
+
+sp_store_rc ledger_list_invocations(sp_engine *e, const sp_run_key *key, sp_invocation_list *out, sp_error *err)
+{
+    return sp_store_list_invocations(e->store, key, out, err);
+}
+
+sp_store_rc ledger_list_events(sp_engine *e, const sp_run_key *key, uint64_t after_sequence, size_t limit, sp_event_list *out, sp_error *err)
+{
+    return sp_store_list_events(e->store, key, after_sequence, limit, out, err);
+}
+
+sp_store_rc ledger_get_receipt(sp_engine *e, const sp_run_key *key, const char *request_id, sp_receipt *out, bool *found, sp_error *err)
+{
+    return sp_store_get_receipt(e->store, key, request_id, out, found, err);
+}
+
+sp_store_rc ledger_get_blob(sp_engine *e, const char *digest, void **bytes, size_t *len, bool *found, sp_error *err)
+{
+    return sp_store_get_blob(e->store, digest, bytes, len, found, err);
+}
+
+sp_store_rc ledger_secret(sp_engine *e, unsigned char out[32], sp_error *err)
+{
+    return sp_store_secret(e->store, out, err);
+}
+
+sp_store_rc ledger_load_turn(sp_engine *e, const sp_run_key *key, sp_turn *out, bool *found, sp_error *err)
+{
+    return sp_store_load_turn(e->store, key, out, found, err);
+}
+
+sp_store_rc ledger_scan_ready(sp_engine *e, const char *cursor, size_t limit, sp_key_page *out, sp_error *err)
+{
+    return sp_store_scan_ready(e->store, cursor, limit, out, err);
+}
+
+sp_store_rc ledger_scan_outbox(sp_engine *e, const sp_run_key *only, const char *cursor, size_t limit, sp_due_page *out, sp_error *err)
+{
+    return sp_store_scan_outbox(e->store, only, cursor, limit, out, err);
+}
+
+sp_store_rc ledger_scan_due(sp_engine *e, const char *cursor, size_t limit, sp_due_page *out, sp_error *err)
+{
+    return sp_store_scan_due(e->store, cursor, limit, out, err);
+}
+
+sp_store_rc ledger_scan_running(sp_engine *e, const char *host_id, const char *cursor, size_t limit, sp_due_page *out, sp_error *err)
+{
+    return sp_store_scan_running(e->store, host_id, cursor, limit, out, err);
+}
+
+sp_store_rc ledger_scan_held(sp_engine *e, const char *cursor, size_t limit, sp_held_page *out, sp_error *err)
+{
+    return sp_store_scan_held(e->store, cursor, limit, out, err);
+}
+
+sp_store_rc ledger_get_package(sp_engine *e, const char *digest, char **bytes, size_t *len, bool *found, sp_error *err)
+{
+    return sp_store_get_package(e->store, digest, bytes, len, found, err);
+}
+
+sp_store_rc ledger_find_run(sp_engine *e, const char *tenant, const char *start_key, sp_run_key *out, bool *found, sp_error *err)
+{
+    return sp_store_find_run(e->store, tenant, start_key, out, found, err);
+}
+
+/* ---- the batch, and the store itself ---- */
+
+sp_store_rc ledger_batch_begin(sp_engine *e, sp_error *err)
+{
+    return sp_store_batch_begin(e->store, err);
+}
+
+sp_store_rc ledger_batch_commit(sp_engine *e, sp_error *err)
+{
+    return sp_store_batch_commit(e->store, err);
+}
+
+void ledger_batch_abort(sp_engine *e) { sp_store_batch_abort(e->store); }
+
+bool ledger_in_batch(sp_engine *e) { return sp_store_in_batch(e->store); }
+
+bool ledger_batch_writes(sp_engine *e) { return sp_store_batch_writes(e->store); }
+
+const char *ledger_location(const sp_store *s) { return sp_store_location(s); }
+
+const char *ledger_adapter(const sp_store *s)
+{
+    sp_store_capabilities caps;
+    sp_store_capabilities_get((sp_store *)s, &caps);
+    return caps.adapter ? caps.adapter : "";
+}

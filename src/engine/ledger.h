@@ -2,7 +2,8 @@
  * ledger.h - the engine's bottom layer: every store mutation the engine
  * makes, one named function each, with its request ID and its retry.
  *
- * What it is for: the request IDs are the idempotency contract (store.md §2:
+ * What it is for: no other engine file calls the store (the build's
+ * layering test checks it). The request IDs are the idempotency contract (store.md §2:
  * the same request ID with the same body is a duplicate, never a second
  * effect), so their formats live in one table (ledger.c) where they can be
  * reviewed together; every mutation is retried the same way (ENGINE_RETRY:
@@ -78,5 +79,34 @@ void ledger_agent_event(struct sp_engine *e, const sp_attempt_ref *ref, uint32_t
                         const char *body, size_t len);
 void ledger_audit(struct sp_engine *e, const sp_attempt_ref *ref, const char *kind,
                   const char *body, size_t len);
+
+/* ---- the tick's batch (store.h: one transaction, one durable commit) ---- */
+sp_store_rc ledger_batch_begin(struct sp_engine *e, sp_error *err);
+sp_store_rc ledger_batch_commit(struct sp_engine *e, sp_error *err);
+void ledger_batch_abort(struct sp_engine *e);
+bool ledger_in_batch(struct sp_engine *e);
+bool ledger_batch_writes(struct sp_engine *e);
+
+/* ---- about a store (also before an engine exists) ---- */
+const char *ledger_location(const sp_store *s);
+/* "sqlite" | "postgres" */
+const char *ledger_adapter(const sp_store *s);
+
+/* ---- reads: the store's, unchanged, through the engine (the caller
+ * decides whether to retry: ENGINE_RETRY_READ) ---- */
+sp_store_rc ledger_get_run(struct sp_engine *e, const sp_run_key *key, sp_run_view *out, bool *found, sp_error *err);
+sp_store_rc ledger_list_invocations(struct sp_engine *e, const sp_run_key *key, sp_invocation_list *out, sp_error *err);
+sp_store_rc ledger_list_events(struct sp_engine *e, const sp_run_key *key, uint64_t after_sequence, size_t limit, sp_event_list *out, sp_error *err);
+sp_store_rc ledger_get_receipt(struct sp_engine *e, const sp_run_key *key, const char *request_id, sp_receipt *out, bool *found, sp_error *err);
+sp_store_rc ledger_get_blob(struct sp_engine *e, const char *digest, void **bytes, size_t *len, bool *found, sp_error *err);
+sp_store_rc ledger_secret(struct sp_engine *e, unsigned char out[32], sp_error *err);
+sp_store_rc ledger_load_turn(struct sp_engine *e, const sp_run_key *key, sp_turn *out, bool *found, sp_error *err);
+sp_store_rc ledger_scan_ready(struct sp_engine *e, const char *cursor, size_t limit, sp_key_page *out, sp_error *err);
+sp_store_rc ledger_scan_outbox(struct sp_engine *e, const sp_run_key *only, const char *cursor, size_t limit, sp_due_page *out, sp_error *err);
+sp_store_rc ledger_scan_due(struct sp_engine *e, const char *cursor, size_t limit, sp_due_page *out, sp_error *err);
+sp_store_rc ledger_scan_running(struct sp_engine *e, const char *host_id, const char *cursor, size_t limit, sp_due_page *out, sp_error *err);
+sp_store_rc ledger_scan_held(struct sp_engine *e, const char *cursor, size_t limit, sp_held_page *out, sp_error *err);
+sp_store_rc ledger_get_package(struct sp_engine *e, const char *digest, char **bytes, size_t *len, bool *found, sp_error *err);
+sp_store_rc ledger_find_run(struct sp_engine *e, const char *tenant, const char *start_key, sp_run_key *out, bool *found, sp_error *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 struct engine_package {
     sp_workflow *wf;         /* owned */
@@ -111,7 +112,7 @@ static engine_package *load(sp_engine *e, const char *digest, sp_error *err)
     char *bytes = NULL;
     size_t len = 0;
     bool found = false;
-    sp_store_rc rc = sp_store_get_package(e->store, digest, &bytes, &len, &found, err);
+    sp_store_rc rc = ledger_get_package(e, digest, &bytes, &len, &found, err);
     if (rc != SP_STORE_OK)
         return NULL;
     if (!found) {

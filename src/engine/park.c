@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/ledger.h"
 #include "json/json.h"
 
 /* The running step waits on someone no local hook can observe: an external
@@ -86,7 +87,7 @@ static look_result look(sp_engine *e, const sp_run_key *key, sp_park *park,
     sp_run_view view;
     bool found = false;
     sp_error read_err = {0};
-    sp_store_rc rc = sp_store_get_run(e->store, key, &view, &found, &read_err);
+    sp_store_rc rc = ledger_get_run(e, key, &view, &found, &read_err);
     if (sp_store_rc_transient(rc)) {
         if (!stats->store_unavailable)
             sp_error_move(err, &read_err);

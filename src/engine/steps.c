@@ -154,7 +154,7 @@ static int from_token(sp_engine *e, const char *token, step_ctx *s, sp_error *er
     const char *dot = strrchr(s->ref.attempt_id, '.');
     s->attempt_number = dot ? (uint32_t)strtoul(dot + 1, NULL, 10) : 0;
     sp_invocation_list list;
-    if (sp_store_list_invocations(e->store, &s->ref.key, &list, err) != SP_STORE_OK)
+    if (ledger_list_invocations(e, &s->ref.key, &list, err) != SP_STORE_OK)
         return -1;
     char action_id[SP_STORE_ID_MAX + 1] = "";
     for (size_t i = 0; i < list.n; i++)
@@ -163,7 +163,7 @@ static int from_token(sp_engine *e, const char *token, step_ctx *s, sp_error *er
     sp_invocation_list_free(&list);
     sp_run_view view;
     bool found = false;
-    if (sp_store_get_run(e->store, &s->ref.key, &view, &found, err) != SP_STORE_OK)
+    if (ledger_get_run(e, &s->ref.key, &view, &found, err) != SP_STORE_OK)
         return -1;
     if (!found || !action_id[0]) {
         if (found)
@@ -268,7 +268,7 @@ int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id
         return -1;
     sp_invocation_list list;
     int rc = -1;
-    if (sp_store_list_invocations(e->store, key, &list, err) == SP_STORE_OK) {
+    if (ledger_list_invocations(e, key, &list, err) == SP_STORE_OK) {
         rc = sp_fail(err, "step.none", "run %s has no running step to abandon", key->run_id);
         for (size_t i = 0; i < list.n; i++) {
             const sp_invocation_view *v = &list.items[i];

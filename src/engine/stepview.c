@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/ledger.h"
 #include "json/decimal.h"
 #include "json/json.h"
 
@@ -70,7 +71,7 @@ json_t *sp_engine_step_view(sp_engine *e, const sp_run_view *run)
         engine_action_find(e, run->package_digest, action_id, &ea, &err);
     json_t *out = NULL;
     sp_invocation_list list;
-    if (ea && sp_store_list_invocations(e->store, &run->key, &list, &err) == SP_STORE_OK) {
+    if (ea && ledger_list_invocations(e, &run->key, &list, &err) == SP_STORE_OK) {
         for (size_t i = 0; i < list.n && !out; i++)
             if (strcmp(list.items[i].invocation_id, inv_id) == 0)
                 out = view_of(e, &run->key, &list.items[i], ea);

@@ -57,7 +57,7 @@ static int sweep_dead_owners(sp_engine *e, sp_tick_stats *stats, sp_error *err)
     char *cursor = NULL;
     do {
         sp_due_page page;
-        sp_store_rc rc = sp_store_scan_running(e->store, e->host.host_id, cursor, ENGINE_PAGE,
+        sp_store_rc rc = ledger_scan_running(e, e->host.host_id, cursor, ENGINE_PAGE,
                                                &page, err);
         free(cursor);
         cursor = NULL;

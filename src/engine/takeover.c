@@ -25,6 +25,7 @@
 
 #include "base/proc.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 static void read_host_id(char *out, size_t n)
 {
@@ -190,11 +191,9 @@ void engine_takeover_tidy(sp_engine *e)
 
 int sp_engine_lock_dir(const sp_store *store, char *out, size_t n)
 {
-    const char *location = sp_store_location(store);
-    sp_store_capabilities caps;
-    sp_store_capabilities_get((sp_store *)store, &caps);
+    const char *location = ledger_location(store);
     int len;
-    if (caps.adapter && strcmp(caps.adapter, "sqlite") == 0) {
+    if (strcmp(ledger_adapter(store), "sqlite") == 0) {
         len = snprintf(out, n, "%s.workers", location);
     } else {
         char digest[SP_DIGEST_TEXT_LEN + 1];

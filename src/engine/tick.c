@@ -19,6 +19,7 @@
 #include "base/failpoint.h"
 #include "base/strlist.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 
 /* A settled attempt waits at most this long for others still running to
  * settle too, so that their reports share one commit (group commit). */
@@ -28,7 +29,7 @@
 
 void engine_failpoint_durable(sp_engine *e, const char *name)
 {
-    if (!sp_store_in_batch(e->store))
+    if (!ledger_in_batch(e))
         sp_failpoint(name);
     else /* out of memory: a test-only point is lost, nothing else */
         sp_strlist_add(&e->deferred, name);
@@ -135,7 +136,7 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
                      bool shutting_down, sp_error *err)
 {
     sp_store_rc rc;
-    ENGINE_RETRY(e, rc, err, sp_store_batch_begin(e->store, err));
+    ENGINE_RETRY(e, rc, err, ledger_batch_begin(e, err));
     if (rc != SP_STORE_OK) {
         stats->store_unavailable = sp_store_rc_transient(rc);
         return -1;
@@ -144,16 +145,16 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
     int work = batch_work(e, stats, only, shutting_down, err);
     bool failed = e->batch_failed || (work && stats->store_unavailable);
     if (failed) {
-        sp_store_batch_abort(e->store);
+        ledger_batch_abort(e);
     } else {
         sp_error commit_err = {0};
-        bool writes = sp_store_batch_writes(e->store);
+        bool writes = ledger_batch_writes(e);
         if (writes)
             sp_failpoint("host.batch.before-commit");
-        rc = sp_store_batch_commit(e->store, &commit_err);
+        rc = ledger_batch_commit(e, &commit_err);
         if (writes && rc == SP_STORE_OK)
             sp_failpoint("host.batch.after-commit");
-        engine_fault_noted(e, true, "sp_store_batch_commit", rc, &commit_err);
+        engine_fault_noted(e, true, "ledger_batch_commit", rc, &commit_err);
         failed = rc != SP_STORE_OK;
         if (failed && !err->code[0])
             sp_error_move(err, &commit_err);
@@ -275,15 +276,15 @@ static uint32_t in_flight(sp_engine *e)
 static void settle_only(sp_engine *e)
 {
     sp_error err = {0};
-    if (sp_store_batch_begin(e->store, &err) == SP_STORE_OK) {
+    if (ledger_batch_begin(e, &err) == SP_STORE_OK) {
         e->batch_failed = false;
         engine_attempts_heartbeat(e);
         engine_attempts_report(e);
         bool ok = false;
         if (e->batch_failed)
-            sp_store_batch_abort(e->store);
+            ledger_batch_abort(e);
         else
-            ok = sp_store_batch_commit(e->store, &err) == SP_STORE_OK;
+            ok = ledger_batch_commit(e, &err) == SP_STORE_OK;
         engine_attempts_reported(e, ok);
         batch_after(e, ok, &err);
     }

@@ -23,6 +23,7 @@
 #include "base/base64.h"
 #include "digest/hmac.h"
 #include "engine/internal.h"
+#include "engine/ledger.h"
 #include "json/decimal.h"
 #include "json/json.h"
 
@@ -38,7 +39,7 @@ int engine_secret(sp_engine *e, unsigned char key[32], sp_error *err)
     pthread_mutex_unlock(&e->mu);
     if (have)
         return 0;
-    if (sp_store_secret(e->store, key, err) != SP_STORE_OK)
+    if (ledger_secret(e, key, err) != SP_STORE_OK)
         return -1;
     pthread_mutex_lock(&e->mu);
     memcpy(e->secret, key, 32);

@@ -91,5 +91,17 @@ printf '#include "runners/runner.h"\n' >"$tmp/src/runners/escape.c"
 cmake -DSRC="$tmp/src" -DSTAMP="$tmp/stamp" -P "$src/scripts/check_includes.cmake" ||
   { echo "FAIL: check_includes.cmake refused a plain include" >&2; failures=$((failures + 1)); }
 
+# the engine reaches the store through its ledger only (src/engine/ledger.h):
+# no other engine file calls an sp_store_ function (types, result frees and
+# the failure-kind helpers are not calls on a store)
+calls=$(grep -nE 'sp_store_[a-z_]+\(' "$src"/src/engine/*.c |
+  grep -v '^[^:]*/ledger\.c:' | grep -vE 'sp_store_rc_(transient|name)\(|_free\(' |
+  grep -vE '^[^:]*:[0-9]+: *(/?\*|//)' || true)
+if [ -n "$calls" ]; then
+  echo "FAIL: engine files call the store around the ledger:" >&2
+  echo "$calls" >&2
+  failures=$((failures + 1))
+fi
+
 [ "$failures" = 0 ] || exit 1
-echo "layering: every forbidden include refused, every allowed one compiles"
+echo "layering: every forbidden include refused, every allowed one compiles; the engine reaches the store through its ledger"
