@@ -109,14 +109,22 @@ static int sweep_when_due(sp_engine *e, sp_tick_stats *stats, sp_error *err)
     return 0;
 }
 
+/* What a batch does: everything, or (draining) only renew and report. */
+typedef enum batch_scope { BATCH_PASS, BATCH_SETTLE } batch_scope;
+
 /* The batch's work; -1 for an error that is not a failed batch. */
 static int batch_work(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
-                      bool shutting_down, sp_error *err)
+                      batch_scope scope, sp_error *err)
 {
     engine_attempts_heartbeat(e);
     engine_attempts_report(e);
+    if (scope == BATCH_SETTLE)
+        return 0;
     if (engine_coordinate(e, stats, only, err))
         return -1;
+    pthread_mutex_lock(&e->mu);
+    bool shutting_down = e->shutting_down;
+    pthread_mutex_unlock(&e->mu);
     if (!shutting_down && engine_dispatch(e, stats, only, err))
         return -1;
     return 0;
@@ -133,7 +141,7 @@ static void batch_lost(sp_tick_stats *stats)
 }
 
 static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
-                     bool shutting_down, sp_error *err)
+                     batch_scope scope, sp_error *err)
 {
     sp_store_rc rc;
     ENGINE_RETRY(e, rc, err, ledger_batch_begin(e, err));
@@ -142,7 +150,7 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
         return -1;
     }
     e->batch_failed = false;
-    int work = batch_work(e, stats, only, shutting_down, err);
+    int work = batch_work(e, stats, only, scope, err);
     bool failed = e->batch_failed || (work && stats->store_unavailable);
     if (failed) {
         ledger_batch_abort(e);
@@ -154,7 +162,8 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
         rc = ledger_batch_commit(e, &commit_err);
         if (writes && rc == SP_STORE_OK)
             sp_failpoint("host.batch.after-commit");
-        engine_fault_noted(e, true, "ledger_batch_commit", rc, &commit_err);
+        if (writes || rc != SP_STORE_OK) /* a batch that wrote nothing proves nothing */
+            engine_fault_noted(e, true, "ledger_batch_commit", rc, &commit_err);
         failed = rc != SP_STORE_OK;
         if (failed && !err->code[0])
             sp_error_move(err, &commit_err);
@@ -177,9 +186,8 @@ int engine_pass(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_e
     stats->settled = e->settled;
     e->settled = 0;
     e->wake = false;
-    bool shutting_down = e->shutting_down;
     pthread_mutex_unlock(&e->mu);
-    if (sweep_when_due(e, stats, err) || run_batch(e, stats, only, shutting_down, err))
+    if (sweep_when_due(e, stats, err) || run_batch(e, stats, only, BATCH_PASS, err))
         return stats->store_unavailable ? 0 : -1;
     return 0;
 }
@@ -275,19 +283,10 @@ static uint32_t in_flight(sp_engine *e)
 /* One batch that only renews leases and reports what settled. */
 static void settle_only(sp_engine *e)
 {
+    sp_tick_stats stats;
+    memset(&stats, 0, sizeof stats);
     sp_error err = {0};
-    if (ledger_batch_begin(e, &err) == SP_STORE_OK) {
-        e->batch_failed = false;
-        engine_attempts_heartbeat(e);
-        engine_attempts_report(e);
-        bool ok = false;
-        if (e->batch_failed)
-            ledger_batch_abort(e);
-        else
-            ok = ledger_batch_commit(e, &err) == SP_STORE_OK;
-        engine_attempts_reported(e, ok);
-        batch_after(e, ok, &err);
-    }
+    run_batch(e, &stats, NULL, BATCH_SETTLE, &err); /* what fails is tried again */
     sp_error_clear(&err);
 }
 
