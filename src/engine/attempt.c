@@ -197,8 +197,8 @@ void engine_attempt_execute(inflight *a)
     pthread_mutex_unlock(&e->mu);
 }
 
-int engine_attempt_start(sp_engine *e, sp_claim *claim, const char *package_digest,
-                         sp_error *err)
+int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_digest,
+                           sp_error *err)
 {
     inflight *a = calloc(1, sizeof *a);
     if (!a) {
@@ -209,26 +209,42 @@ int engine_attempt_start(sp_engine *e, sp_claim *claim, const char *package_dige
     a->claim = *claim;
     memset(claim, 0, sizeof *claim);
     snprintf(a->package_digest, sizeof a->package_digest, "%s", package_digest);
-    a->last_beat_ms = engine_mono_ms();
     if (sp_stop_init(&a->stop, err)) {
         sp_claim_free(&a->claim);
         free(a);
         return -1;
     }
     pthread_mutex_lock(&e->mu);
-    a->state = ATTEMPT_QUEUED;
+    a->state = ATTEMPT_CLAIMED;
     a->next = e->inflight;
     e->inflight = a;
     e->ninflight++;
     pthread_mutex_unlock(&e->mu);
-    if (engine_pool_submit(e, a, err)) {
-        pthread_mutex_lock(&e->mu);
-        a->state = ATTEMPT_SETTLED; /* nothing ran: the lease decides */
-        a->report_nothing = true;
-        pthread_mutex_unlock(&e->mu);
-        return -1;
-    }
     return 0;
+}
+
+void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
+{
+    for (inflight *a = e->inflight; a; a = a->next) {
+        pthread_mutex_lock(&e->mu);
+        bool mine = a->state == ATTEMPT_CLAIMED;
+        if (mine && !committed)
+            a->state = ATTEMPT_DONE; /* the claim never happened */
+        pthread_mutex_unlock(&e->mu);
+        if (!mine || !committed)
+            continue;
+        a->last_beat_ms = engine_mono_ms();
+        sp_error submit_err = {0};
+        if (engine_pool_submit(e, a, &submit_err)) {
+            pthread_mutex_lock(&e->mu);
+            a->state = ATTEMPT_SETTLED; /* nothing ran: the lease decides */
+            a->report_nothing = true;
+            pthread_mutex_unlock(&e->mu);
+            if (!err->code[0])
+                sp_error_move(err, &submit_err);
+        }
+        sp_error_clear(&submit_err);
+    }
 }
 
 /* ---- the tick's side ---- */
@@ -281,7 +297,8 @@ static uint64_t early_gap(const sp_engine *e)
 /* When the attempt's next beat is due (monotonic); UINT64_MAX for none. */
 static uint64_t beat_due(const sp_engine *e, const inflight *a)
 {
-    if (a->lost || a->state == ATTEMPT_REPORTING || a->state == ATTEMPT_DONE)
+    if (a->lost || a->state == ATTEMPT_CLAIMED || a->state == ATTEMPT_REPORTING ||
+        a->state == ATTEMPT_DONE)
         return UINT64_MAX;
     return a->last_beat_ms + (a->beat_wanted ? early_gap(e) : e->cfg.heartbeat_ms);
 }
@@ -330,7 +347,7 @@ static bool take_done(sp_engine *e, bool wait_all, inflight **out)
     bool running = false;
     for (inflight **p = &e->inflight; *p;) {
         inflight *a = *p;
-        if (wait_all && a->state == ATTEMPT_SETTLED)
+        if (wait_all && (a->state == ATTEMPT_SETTLED || a->state == ATTEMPT_CLAIMED))
             a->state = ATTEMPT_DONE; /* abandoned: the lease decides */
         if (a->state == ATTEMPT_DONE) {
             *p = a->next;

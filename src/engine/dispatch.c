@@ -22,23 +22,12 @@
 /* Free slots: attempts this engine may still take on. */
 static uint32_t free_slots(sp_engine *e)
 {
-    uint32_t held = engine_attempts_held(e) + engine_claims_pending(e);
+    uint32_t held = engine_attempts_held(e); /* this batch's claims included */
     pthread_mutex_lock(&e->mu);
     bool closed = e->shutting_down;
     pthread_mutex_unlock(&e->mu);
     uint32_t max = e->cfg.max_concurrent_activities;
     return closed || held >= max ? 0 : max - held;
-}
-
-static bool already_in_flight(sp_engine *e, const sp_due_item *item)
-{
-    if (engine_invocation_in_flight(e, &item->key, item->id))
-        return true;
-    for (size_t i = 0; i < e->nclaims; i++)
-        if (engine_same_key(&e->claims[i].attempt.key, &item->key) &&
-            strcmp(e->claims[i].attempt.invocation_id, item->id) == 0)
-            return true;
-    return false;
 }
 
 /* A duplicate receipt is a historical claim: own it only if a heartbeat
@@ -91,13 +80,13 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
     }
     engine_failpoint_durable(e, "host.attempt.after-claim");
     stats->claimed++;
-    return engine_claim_made(e, &claim, item->package_digest, err);
+    return engine_attempt_claimed(e, &claim, item->package_digest, err);
 }
 
 static int dispatch_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats,
                         sp_error *err)
 {
-    if (already_in_flight(e, item) || !workable(e, item))
+    if (engine_invocation_in_flight(e, &item->key, item->id) || !workable(e, item))
         return 0;
     return claim_one(e, item, stats, err);
 }

@@ -24,8 +24,9 @@
 
 /* Where an attempt is in its life in this engine (attempt.c). Moves only
  * forward, under engine->mu, except REPORTING -> SETTLED when the batch that
- * carried its report did not commit. */
+ * carried its report did not commit (CLAIMED -> DONE: its claim did not). */
 typedef enum attempt_state {
+    ATTEMPT_CLAIMED,   /* claimed in the tick's open batch: not durable yet */
     ATTEMPT_QUEUED,    /* claimed, waiting for a pool thread */
     ATTEMPT_RUNNING,   /* a pool thread runs its runner */
     ATTEMPT_SETTLED,   /* the runner's output waits for the tick to report it */
@@ -177,9 +178,6 @@ struct sp_engine {
     uint64_t next_sweep_ms;  /* monotonic: when sweep and held tick run next */
     bool batch_failed;       /* a store call in the open batch failed transiently */
     sp_strlist deferred;     /* failpoints fired when the open batch commits */
-    sp_claim *claims;        /* claims made in the open batch, started after it */
-    char (*claim_packages)[SP_DIGEST_TEXT_LEN + 1];
-    size_t nclaims, claims_cap;
 };
 
 /* engine.c */
@@ -282,8 +280,12 @@ int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reas
 /* attempt.c: an attempt's life in this engine. Start hands a committed
  * claim to the pool; the tick reports what settled (in its batch), renews
  * leases from one timer, and frees what is done. */
-int engine_attempt_start(sp_engine *e, sp_claim *claim, const char *package_digest,
-                         sp_error *err);
+/* A claim made in the tick's open batch: held here (it takes a slot) and
+ * handed to the pool by engine_attempts_begin once the batch committed, or
+ * forgotten when it did not. */
+int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_digest,
+                           sp_error *err);
+void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err);
 /* Report every settled attempt (finish, hold, or late evidence); they are
  * REPORTING until engine_attempts_reported says whether the batch committed. */
 void engine_attempts_report(sp_engine *e);
@@ -295,8 +297,8 @@ uint64_t engine_attempts_next_beat_in(sp_engine *e);
 void engine_attempts_reap(sp_engine *e, bool wait_all);
 bool engine_run_in_flight(sp_engine *e, const sp_run_key *key);
 bool engine_invocation_in_flight(sp_engine *e, const sp_run_key *key, const char *invocation_id);
-/* Attempts that take a slot here: queued, running, or settled and not yet
- * reported (one reported in the open batch frees its slot). */
+/* Attempts that take a slot here: claimed, queued, running, or settled and
+ * not yet reported (one reported in the open batch frees its slot). */
 uint32_t engine_attempts_held(sp_engine *e);
 
 /* pool.c: the fixed attempt pool (max_concurrent_activities threads, made
@@ -311,14 +313,8 @@ void engine_attempt_execute(inflight *a);
 int engine_pass(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);
 /* A failpoint of something durable: now, or when the open batch commits. */
 void engine_failpoint_durable(sp_engine *e, const char *name);
-/* A claim made in the open batch: started once the batch commits. */
-int engine_claim_made(sp_engine *e, sp_claim *claim, const char *package_digest, sp_error *err);
-uint32_t engine_claims_pending(sp_engine *e);
 /* Wake the tick now (an attempt wants an early heartbeat). */
 void engine_wake(sp_engine *e);
-/* Group commit: wait (at most about a millisecond) for attempts still
- * running when others have settled, so one commit carries them all. */
-void engine_group_wait(sp_engine *e);
 void engine_tick_free(sp_engine *e);
 
 /* runstate.c: the kept decoded state of a run whose stored snapshot has

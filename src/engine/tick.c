@@ -35,31 +35,6 @@ void engine_failpoint_durable(sp_engine *e, const char *name)
         sp_strlist_add(&e->deferred, name);
 }
 
-int engine_claim_made(sp_engine *e, sp_claim *claim, const char *package_digest, sp_error *err)
-{
-    if (e->nclaims == e->claims_cap) {
-        size_t cap = e->claims_cap ? e->claims_cap * 2 : 8;
-        sp_claim *c = realloc(e->claims, cap * sizeof *c);
-        if (c)
-            e->claims = c;
-        char(*p)[SP_DIGEST_TEXT_LEN + 1] = c ? realloc(e->claim_packages, cap * sizeof *p) : NULL;
-        if (p)
-            e->claim_packages = p;
-        if (!c || !p) {
-            sp_claim_free(claim);
-            return sp_oom(err);
-        }
-        e->claims_cap = cap;
-    }
-    e->claims[e->nclaims] = *claim;
-    memset(claim, 0, sizeof *claim);
-    snprintf(e->claim_packages[e->nclaims], sizeof e->claim_packages[0], "%s", package_digest);
-    e->nclaims++;
-    return 0;
-}
-
-uint32_t engine_claims_pending(sp_engine *e) { return (uint32_t)e->nclaims; }
-
 /* After the batch: fire its failpoints and start its claims (committed), or
  * forget both (nothing of it happened). */
 static void batch_after(sp_engine *e, bool committed, sp_error *err)
@@ -67,26 +42,10 @@ static void batch_after(sp_engine *e, bool committed, sp_error *err)
     for (size_t i = 0; committed && i < e->deferred.n; i++)
         sp_failpoint(e->deferred.items[i]);
     sp_strlist_clear(&e->deferred);
-    for (size_t i = 0; i < e->nclaims; i++) {
-        if (!committed) {
-            sp_claim_free(&e->claims[i]);
-            continue;
-        }
-        sp_error start_err = {0};
-        if (engine_attempt_start(e, &e->claims[i], e->claim_packages[i], &start_err) &&
-            !err->code[0])
-            sp_error_move(err, &start_err); /* its lease decides */
-        sp_error_clear(&start_err);
-    }
-    e->nclaims = 0;
+    engine_attempts_begin(e, committed, err); /* a claim the pool cannot take: its lease */
 }
 
-void engine_tick_free(sp_engine *e)
-{
-    batch_after(e, false, &(sp_error){0});
-    free(e->claims);
-    free(e->claim_packages);
-}
+void engine_tick_free(sp_engine *e) { sp_strlist_clear(&e->deferred); }
 
 /* ---- one pass ---- */
 
@@ -262,15 +221,13 @@ static void group_wait(sp_engine *e)
         uint32_t running = 0;
         for (inflight *a = e->inflight; a; a = a->next)
             running += a->state == ATTEMPT_QUEUED || a->state == ATTEMPT_RUNNING;
-        if (!running || !e->settled || e->nclaims)
+        if (!running || !e->settled)
             break;
         if (pthread_cond_timedwait(&e->settled_cv, &e->mu, &until) != 0)
             break;
     }
     pthread_mutex_unlock(&e->mu);
 }
-
-void engine_group_wait(sp_engine *e) { group_wait(e); }
 
 /* ---- shutdown ---- */
 
