@@ -564,6 +564,7 @@ const store_test STORE_SUITE[] = {
     {"X03 blobs, secret, packages, capabilities", store_x03_blobs_secret_packages},
     {"X04 request validation and missing subjects", store_x04_request_validation},
     {"X05 held attempts: relative bounds, scan_held, takeover scope", store_x05_held_attempts},
+    {"B01 batches: one commit, savepoints, abort, lazy write lock", store_b01_batches},
     {NULL, NULL},
 };
 

@@ -66,5 +66,6 @@ void store_x02_holds_and_deadlines(store_env *e);
 void store_x03_blobs_secret_packages(store_env *e);
 void store_x04_request_validation(store_env *e);
 void store_x05_held_attempts(store_env *e);
+void store_b01_batches(store_env *e);
 
 #endif

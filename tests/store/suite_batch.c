@@ -1,0 +1,115 @@
+/*
+ * suite_batch.c - B01, the store's batches (store.h "group commit"), on
+ * every adapter: the requests of a batch are one durable commit; a request
+ * that fails inside it leaves nothing and the others stay; nothing is
+ * visible to another instance before the commit; an aborted batch leaves
+ * nothing; a batch that only reads takes no write lock and costs no
+ * commit; a second batch on one thread and a commit without one are
+ * refused with their codes.
+ *
+ * What it must never do: look at an adapter's tables (the other instance's
+ * views and the store's own counters tell).
+ */
+#include "suite_util.h"
+
+static bool visible(sp_store *s, const char *run_id)
+{
+    sp_run_key k = fx_key(run_id);
+    sp_run_view v;
+    bool found = false;
+    sp_error err = {0};
+    if (sp_store_get_run(s, &k, &v, &found, &err) != SP_STORE_OK) {
+        sp_error_clear(&err);
+        return false;
+    }
+    if (found)
+        sp_run_view_free(&v);
+    return found;
+}
+
+static uint64_t commits(sp_store *s)
+{
+    sp_store_counters c;
+    sp_store_counters_get(s, &c);
+    return c.commits;
+}
+
+/* Three requests, the middle one refused: one commit, two runs. */
+static void b01_isolation(store_env *e, sp_store *other)
+{
+    sp_error err = {0};
+    sp_create_run_res r;
+    sp_run_key a = fx_key("b01_a"), bad = fx_key("b01_bad"), c = fx_key("b01_c");
+    uint64_t before = commits(e->a);
+    EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+    CHECK(sp_store_in_batch(e->a) && !sp_store_batch_writes(e->a));
+    EXPECT_OK(fx_create(e->a, &a, "b01", &r, &err), &err);
+    /* the same request ID for another run: refused, inside the batch */
+    EXPECT(fx_create(e->a, &bad, "b01", &r, &err), &err, SP_STORE_CONFLICT, NULL);
+    EXPECT_OK(fx_create(e->a, &c, "b01c", &r, &err), &err);
+    CHECK(sp_store_batch_writes(e->a));
+    CHECK(visible(e->a, "b01_a"));   /* the batch sees its own writes ... */
+    CHECK(!visible(other, "b01_a")); /* ... nobody else does yet */
+    EXPECT_OK(sp_store_batch_commit(e->a, &err), &err);
+    CHECK(!sp_store_in_batch(e->a));
+    CHECK_INT(commits(e->a) - before, 1);
+    CHECK(visible(other, "b01_a") && visible(other, "b01_c") && !visible(other, "b01_bad"));
+}
+
+static void b01_abort(store_env *e, sp_store *other)
+{
+    sp_error err = {0};
+    sp_create_run_res r;
+    sp_run_key k = fx_key("b01_gone");
+    uint64_t before = commits(e->a);
+    EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+    EXPECT_OK(fx_create(e->a, &k, "b01gone", &r, &err), &err);
+    sp_store_batch_abort(e->a);
+    CHECK(!sp_store_in_batch(e->a));
+    CHECK_INT(commits(e->a) - before, 0);
+    CHECK(!visible(e->a, "b01_gone") && !visible(other, "b01_gone"));
+}
+
+/* A batch that has only read: another instance writes meanwhile, at once. */
+static void b01_reads_only(store_env *e, sp_store *other)
+{
+    sp_error err = {0};
+    sp_create_run_res r;
+    sp_run_key k = fx_key("b01_other");
+    uint64_t before = commits(e->a);
+    EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+    CHECK(visible(e->a, "b01_a"));
+    EXPECT_OK(fx_create(other, &k, "b01other", &r, &err), &err); /* no lock held by a */
+    CHECK(!sp_store_batch_writes(e->a));
+    EXPECT_OK(sp_store_batch_commit(e->a, &err), &err);
+    CHECK_INT(commits(e->a) - before, 0);
+    CHECK(visible(e->a, "b01_other"));
+}
+
+static void b01_misuse(store_env *e)
+{
+    sp_error err = {0};
+    EXPECT(sp_store_batch_commit(e->a, &err), &err, SP_STORE_CONFLICT, "store.batch-closed");
+    EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+    EXPECT(sp_store_batch_begin(e->a, &err), &err, SP_STORE_CONFLICT, "store.batch-open");
+    sp_store_batch_abort(e->a);
+    sp_store_batch_abort(e->a); /* without one: nothing */
+    CHECK(!sp_store_in_batch(e->a));
+}
+
+void store_b01_batches(store_env *e)
+{
+    sp_error err = {0};
+    sp_clock clock = manual_clock_of(&e->clock);
+    sp_store *other = e->f->open(e->f->ctx, e->location, &clock, &err);
+    if (!other) {
+        check_fail(__FILE__, __LINE__, "a second instance: %s", err.code);
+        sp_error_clear(&err);
+        return;
+    }
+    b01_isolation(e, other);
+    b01_abort(e, other);
+    b01_reads_only(e, other);
+    b01_misuse(e);
+    sp_store_close(other);
+}
