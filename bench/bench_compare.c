@@ -74,6 +74,8 @@
 #include "runners/native.h"
 #include "store/store.h"
 
+#include "measure.h"
+
 #define MAX_REPS 50
 #define SEQ_RUN_MAX 1000 /* steps per sequential run: maxVisitsPerNode <= 1000 */
 #define CHAIN 250        /* nodes of the long chain (a workflow holds <= 256) */
@@ -81,13 +83,6 @@
 #define WAIT_LIMIT_MS 600000.0 /* a workload that takes longer is reported failed */
 
 /* ---- small helpers ---- */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static double tv_ms(struct timeval tv)
 {
@@ -125,40 +120,6 @@ static void warn_err(const char *what, const sp_error *err)
     warn(what, text);
 }
 
-typedef struct samples {
-    double *v;
-    size_t n, cap;
-} samples;
-
-static void add_sample(samples *s, double x)
-{
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 256;
-        double *v = realloc(s->v, cap * sizeof *v);
-        if (!v)
-            die("samples", "out of memory");
-        s->v = v, s->cap = cap;
-    }
-    s->v[s->n++] = x;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile (sorts the samples). */
-static double percentile(samples *s, double p)
-{
-    if (s->n == 0)
-        return NAN;
-    qsort(s->v, s->n, sizeof *s->v, cmp_double);
-    size_t rank = (size_t)(p * (double)s->n + 0.999999);
-    rank = rank < 1 ? 1 : rank > s->n ? s->n : rank;
-    return s->v[rank - 1];
-}
-
 typedef struct stat3 {
     double median, min, max;
     int n;
@@ -175,7 +136,7 @@ static stat3 stats_of(const double *v, int n)
     stat3 r = {NAN, NAN, NAN, k};
     if (k == 0)
         return r;
-    qsort(s, (size_t)k, sizeof *s, cmp_double);
+    qsort(s, (size_t)k, sizeof *s, bench_cmp_double);
     r.median = k % 2 ? s[k / 2] : (s[k / 2 - 1] + s[k / 2]) / 2;
     r.min = s[0], r.max = s[k - 1];
     return r;
@@ -300,6 +261,15 @@ static raw_out raw_fail(void)
     return (raw_out){NAN, NAN, NAN};
 }
 
+/* Commits/s and p50/p99 of a raw loop's samples over `span` ms. */
+static raw_out raw_result(bench_samples *s, double span)
+{
+    if (s->n == 0)
+        return raw_fail();
+    return (raw_out){(double)s->n * 1e3 / span, bench_percentile(s, 0.5),
+                     bench_percentile(s, 0.99)};
+}
+
 /* SQLite: one small INSERT per BEGIN IMMEDIATE..COMMIT for `ms`. */
 static raw_out raw_sqlite(double ms)
 {
@@ -314,7 +284,7 @@ static raw_out raw_sqlite(double ms)
     sqlite3 *db = NULL;
     sqlite3_stmt *begin = NULL, *insert = NULL, *commit = NULL;
     raw_out out = raw_fail();
-    samples s = {0};
+    bench_samples s = {0};
     if (sqlite3_open(path, &db) != SQLITE_OK ||
         sqlite3_exec(db,
                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
@@ -326,7 +296,7 @@ static raw_out raw_sqlite(double ms)
         warn("raw sqlite", sqlite3_errmsg(db));
         goto done;
     }
-    double start = now_ms(), t = start;
+    double start = bench_now_ms(), t = start;
     while (t - start < ms && !g_abort) {
         sqlite3_bind_text(insert, 1, "a small row of thirty-two bytes.", -1, SQLITE_STATIC);
         if (sqlite3_step(begin) != SQLITE_DONE || sqlite3_step(insert) != SQLITE_DONE ||
@@ -337,12 +307,12 @@ static raw_out raw_sqlite(double ms)
         sqlite3_reset(begin);
         sqlite3_reset(insert);
         sqlite3_reset(commit);
-        double t1 = now_ms();
-        add_sample(&s, t1 - t);
+        double t1 = bench_now_ms();
+        bench_sample_add(&s, t1 - t);
         t = t1;
     }
-    if (!g_abort && s.n > 0)
-        out = (raw_out){(double)s.n * 1e3 / (t - start), percentile(&s, 0.5), percentile(&s, 0.99)};
+    if (!g_abort)
+        out = raw_result(&s, t - start);
 done:
     sqlite3_finalize(begin);
     sqlite3_finalize(insert);
@@ -366,7 +336,7 @@ static raw_out raw_pg(double ms)
     if (!place_new(&p, true, "raw"))
         return out;
     PGconn *c = PQconnectdb(p.location);
-    samples s = {0};
+    bench_samples s = {0};
     PGresult *r = NULL;
     if (PQstatus(c) != CONNECTION_OK) {
         warn("raw pg", "the server does not accept the URL");
@@ -387,7 +357,7 @@ static raw_out raw_pg(double ms)
     PQclear(r);
     r = NULL;
     const char *v[] = {"a small row of thirty-two bytes."};
-    double start = now_ms(), t = start;
+    double start = bench_now_ms(), t = start;
     while (t - start < ms && !g_abort) {
         r = PQexecPrepared(c, "ins", 1, v, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -396,12 +366,12 @@ static raw_out raw_pg(double ms)
         }
         PQclear(r);
         r = NULL;
-        double t1 = now_ms();
-        add_sample(&s, t1 - t);
+        double t1 = bench_now_ms();
+        bench_sample_add(&s, t1 - t);
         t = t1;
     }
-    if (!g_abort && s.n > 0)
-        out = (raw_out){(double)s.n * 1e3 / (t - start), percentile(&s, 0.5), percentile(&s, 0.99)};
+    if (!g_abort)
+        out = raw_result(&s, t - start);
 done:
     PQclear(r);
     PQfinish(c);
@@ -538,7 +508,7 @@ typedef struct seq_out {
 } seq_out;
 
 typedef struct progress {
-    samples *s;
+    bench_samples *s;
     uint64_t seen; /* highest revision seen; 0 = none yet */
     double seen_at, first_at, last_at;
 } progress;
@@ -552,12 +522,12 @@ static void on_progress(void *ctx, const sp_run_view *run, uint64_t elapsed_ms)
     progress *p = ctx;
     if (run->revision <= p->seen)
         return;
-    double t = now_ms();
+    double t = bench_now_ms();
     if (p->seen == 0)
         p->first_at = t;
     else
         for (uint64_t d = run->revision - p->seen, i = 0; i < d; i++)
-            add_sample(p->s, (t - p->seen_at) / (double)d);
+            bench_sample_add(p->s, (t - p->seen_at) / (double)d);
     p->seen = run->revision;
     p->seen_at = p->last_at = t;
 }
@@ -569,7 +539,7 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
     if (!place_new(&pl, pg, chain == 1 ? "seq-1node" : "seq-chain"))
         return out;
     engine_box b;
-    samples s = {0};
+    bench_samples s = {0};
     double span = 0, cpu = 0;
     uint64_t commits = 0;
     size_t runs = 0;
@@ -616,8 +586,8 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
     if (ok && span > 0) {
         out.per_s = (double)steps * 1e3 / span;
         out.ms = span / (double)steps;
-        out.p50 = percentile(&s, 0.5);
-        out.p99 = percentile(&s, 0.99);
+        out.p50 = bench_percentile(&s, 0.5);
+        out.p99 = bench_percentile(&s, 0.99);
         out.cpu_us = cpu * 1e3 / (double)steps;
         out.commits = (double)commits / (double)steps;
     }
@@ -697,7 +667,7 @@ static void on_serve(void *ctx, uint32_t in_flight, uint64_t turns, uint64_t cla
     c->checked_at_ms = elapsed_ms;
     int rc = monitor_check(c->m);
     if (rc != 0) {
-        c->done_at = now_ms();
+        c->done_at = bench_now_ms();
         c->error = rc < 0;
         *c->stop = 1;
     }
@@ -746,10 +716,10 @@ static conc_out run_conc_inproc(bool pg, size_t runs, size_t k, sp_native_regist
     engine_box b = {0};
     if (!m.keys)
         die("runs", "out of memory");
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     if (!start_runs(pl.location, natives, runs, k, m.keys))
         goto done;
-    double t_serve = now_ms();
+    double t_serve = bench_now_ms();
     m.store = sp_store_open(pl.location, NULL, &err);
     if (!m.store) {
         warn_err("monitor", &err);
@@ -826,13 +796,13 @@ static conc_out run_conc_fork(bool pg, size_t runs, size_t k, int workers,
     if (!m.keys)
         die("runs", "out of memory");
     sp_error err = {0};
-    double t0 = now_ms(), t_done = 0, cpu = 0;
+    double t0 = bench_now_ms(), t_done = 0, cpu = 0;
     bool ok = false;
     if (!start_runs(pl.location, natives, runs, k, m.keys))
         goto done;
     fflush(stdout);
     fflush(stderr);
-    double t_serve = now_ms();
+    double t_serve = bench_now_ms();
     for (int i = 0; i < workers; i++) {
         pid_t pid = fork();
         if (pid < 0) {
@@ -851,11 +821,11 @@ static conc_out run_conc_fork(bool pg, size_t runs, size_t k, int workers,
         while (m.store && !g_abort) {
             int rc = monitor_check(&m);
             if (rc != 0) {
-                t_done = now_ms();
+                t_done = bench_now_ms();
                 ok = rc > 0 && !m.failed;
                 break;
             }
-            if (now_ms() - t_serve > WAIT_LIMIT_MS)
+            if (bench_now_ms() - t_serve > WAIT_LIMIT_MS)
                 break;
             sleep_ms(10);
         }
@@ -918,7 +888,7 @@ static double jnum(json_t *j, const char *path)
  * interrupt; make sure nothing of the group is left. */
 static int wait_group(pid_t pid, double limit_ms)
 {
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     int status = -1;
     bool termed = false;
     for (;;) {
@@ -927,11 +897,11 @@ static int wait_group(pid_t pid, double limit_ms)
             break;
         if (r < 0 && errno != EINTR)
             break;
-        double el = now_ms() - t0;
+        double el = bench_now_ms() - t0;
         if (!termed && (g_abort || el > limit_ms)) {
             kill(-pid, SIGTERM);
             termed = true;
-            t0 = now_ms() - limit_ms; /* 15 s more, then SIGKILL */
+            t0 = bench_now_ms() - limit_ms; /* 15 s more, then SIGKILL */
         } else if (termed && el > limit_ms + 15000) {
             kill(-pid, SIGKILL);
         }

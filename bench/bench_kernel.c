@@ -44,6 +44,8 @@
 #include "kernel/workflow.h"
 #include "trace/trace.h"
 
+#include "measure.h"
+
 typedef struct corpus {
     char **paths;
     size_t npaths, cap;
@@ -322,40 +324,12 @@ static void shape_free(shape *sh)
     sp_workflow_free(sh->wf);
 }
 
-typedef struct samples {
-    double *us;
-    size_t n, cap;
-} samples;
-
-static void sample_add(samples *s, double us)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 1024;
-        s->us = realloc(s->us, s->cap * sizeof *s->us);
-        if (!s->us)
-            exit(2);
-    }
-    s->us[s->n++] = us;
-}
-
-static int double_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median step: robust against the other work of a shared machine. */
-static double sample_median(samples *s)
-{
-    if (!s->n)
-        return 0;
-    qsort(s->us, s->n, sizeof *s->us, double_cmp);
-    return s->us[s->n / 2];
-}
+/* The median step (bench_percentile(s, 0.5)) is robust against the other
+ * work of a shared machine. */
 
 /* One run: the untimed prefix, then LOOP_STEPS steps timed one by one into
  * `out`. `keep`: thread the decoded state (no snapshot bytes read). */
-static void shape_run(shape *sh, bool keep, samples *out)
+static void shape_run(shape *sh, bool keep, bench_samples *out)
 {
     char *snap = NULL;
     size_t snap_len = 0;
@@ -388,7 +362,7 @@ static void shape_run(shape *sh, bool keep, samples *out)
             exit(2);
         }
         if (i >= timed_from)
-            sample_add(out, (t1 - t0) * 1e6);
+            bench_sample_add(out, (t1 - t0) * 1e6);
         free(snap);
         snap = d.snapshot;
         snap_len = d.snapshot_len;
@@ -409,7 +383,7 @@ static void state_size_bench(size_t count, double seconds)
     shape loop, chain;
     shape_init(&loop, "self-loop-1", 1);
     shape_init(&chain, "chain-250", 250);
-    samples lb = {0}, lk = {0}, cb = {0}, ck = {0};
+    bench_samples lb = {0}, lk = {0}, cb = {0}, ck = {0};
     double t0 = now_s();
     size_t rounds = 0;
     while (count ? rounds < count : (rounds < 3 || now_s() - t0 < seconds)) {
@@ -419,8 +393,8 @@ static void state_size_bench(size_t count, double seconds)
         shape_run(&chain, true, &ck);
         rounds++;
     }
-    double mlb = sample_median(&lb), mlk = sample_median(&lk);
-    double mcb = sample_median(&cb), mck = sample_median(&ck);
+    double mlb = bench_percentile(&lb, 0.5), mlk = bench_percentile(&lk, 0.5);
+    double mcb = bench_percentile(&cb, 0.5), mck = bench_percentile(&ck, 0.5);
     printf("per transition (median of %zu steps each)  from bytes    kept state   bytes/kept\n",
            lb.n);
     printf("self-loop-1  (snapshot %6zu bytes)     %8.2f us   %8.2f us   %8.2f\n",
@@ -431,10 +405,10 @@ static void state_size_bench(size_t count, double seconds)
            mcb / mlb, mck / mlk);
     printf("chain-250 - self-loop-1                   %8.2f us   %8.2f us\n", mcb - mlb,
            mck - mlk);
-    free(lb.us);
-    free(lk.us);
-    free(cb.us);
-    free(ck.us);
+    bench_samples_free(&lb);
+    bench_samples_free(&lk);
+    bench_samples_free(&cb);
+    bench_samples_free(&ck);
     shape_free(&loop);
     shape_free(&chain);
 }

@@ -39,14 +39,9 @@
 #include "runners/native.h"
 #include "store/store.h"
 
-#define RUNS 4
+#include "measure.h"
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#define RUNS 4
 
 static void die(const char *what, const char *detail)
 {
@@ -73,12 +68,6 @@ static void exec_or_die(PGconn *c, const char *sql)
     PQclear(r);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* ---- baseline: raw commits ---- */
 
 typedef struct commit_job {
@@ -97,14 +86,14 @@ static void *commit_thread(void *p)
     PQclear(r);
     const char *v[] = {"a small row of thirty-two bytes."};
     for (size_t i = 0; i < j->n; i++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         exec_or_die(c, "BEGIN");
         r = PQexecPrepared(c, "ins", 1, v, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK)
             die("insert", PQresultErrorMessage(r));
         PQclear(r);
         exec_or_die(c, "COMMIT");
-        j->samples[i] = now_ms() - t0;
+        j->samples[i] = bench_now_ms() - t0;
     }
     PQfinish(c);
     return NULL;
@@ -124,15 +113,15 @@ static commits bench_commits(size_t n, int conns)
     commit_job jobs[RUNS];
     pthread_t t[RUNS];
     double *all = calloc(n, sizeof *all);
-    double start = now_ms();
+    double start = bench_now_ms();
     for (int i = 0; i < conns; i++) {
         jobs[i] = (commit_job){n / (size_t)conns, all + (size_t)i * (n / (size_t)conns), i};
         pthread_create(&t[i], NULL, commit_thread, &jobs[i]);
     }
     for (int i = 0; i < conns; i++)
         pthread_join(t[i], NULL);
-    commits out = {n / (size_t)conns * (size_t)conns, now_ms() - start, 0, 0};
-    qsort(all, out.n, sizeof *all, cmp_double);
+    commits out = {n / (size_t)conns * (size_t)conns, bench_now_ms() - start, 0, 0};
+    qsort(all, out.n, sizeof *all, bench_cmp_double);
     out.p50 = all[out.n / 2];
     out.p99 = all[(size_t)((double)out.n * 0.99)];
     free(all);
@@ -259,15 +248,15 @@ static engine_result bench_engine(size_t steps, int workers, sp_native_registry 
         ws[i] = (worker){location, natives, &stop, NULL, NULL};
         ws[i].engine = engine_on(location, natives, &stop, &ws[i].store);
     }
-    double start = now_ms();
+    double start = bench_now_ms();
     for (int i = 0; i < workers; i++)
         pthread_create(&t[i], NULL, serve, &ws[i]);
     while (!all_completed(mon_store, keys)) {
-        if (now_ms() - start > 600000)
+        if (bench_now_ms() - start > 600000)
             die("engine", "the runs did not complete in 10 minutes");
         usleep(2000);
     }
-    double total = now_ms() - start;
+    double total = bench_now_ms() - start;
     stop = 1;
     for (int i = 0; i < workers; i++) {
         pthread_join(t[i], NULL);

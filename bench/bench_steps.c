@@ -49,14 +49,9 @@
 #include "runners/native.h"
 #include "store/store.h"
 
-#define STEPS_PER_RUN 250 /* a workflow has at most 256 nodes (kernel.md W03) */
+#include "measure.h"
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#define STEPS_PER_RUN 250 /* a workflow has at most 256 nodes (kernel.md W03) */
 
 static void die(const char *what, const char *detail)
 {
@@ -71,43 +66,6 @@ static void die_err(const char *what, sp_error *err)
     die(what, text);
 }
 
-/* ---- samples ---- */
-
-typedef struct samples {
-    double *v;
-    size_t n, cap;
-} samples;
-
-static void add_sample(samples *s, double ms)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 256;
-        s->v = realloc(s->v, s->cap * sizeof *s->v);
-        if (!s->v)
-            die("samples", "out of memory");
-    }
-    s->v[s->n++] = ms;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted samples. */
-static double percentile(const samples *s, double p)
-{
-    if (s->n == 0)
-        return 0;
-    size_t rank = (size_t)(p * (double)s->n + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    if (rank > s->n)
-        rank = s->n;
-    return s->v[rank - 1];
-}
-
 typedef struct result {
     const char *name;
     size_t steps;
@@ -116,11 +74,10 @@ typedef struct result {
     double commits_per_step; /* < 0: unknown */
 } result;
 
-static void finish(result *r, samples *s)
+static void finish(result *r, bench_samples *s)
 {
-    qsort(s->v, s->n, sizeof *s->v, cmp_double);
-    r->p50 = percentile(s, 0.50);
-    r->p99 = percentile(s, 0.99);
+    r->p50 = bench_percentile(s, 0.50);
+    r->p99 = bench_percentile(s, 0.99);
 }
 
 /* ---- baseline: raw SQLite commits ---- */
@@ -146,11 +103,11 @@ static result bench_commits(const char *dir, size_t n)
         sqlite3_prepare_v2(db, "INSERT INTO t(v) VALUES (?1)", -1, &insert, NULL) ||
         sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL))
         die("prepare", sqlite3_errmsg(db));
-    samples s = {0};
+    bench_samples s = {0};
     result r = {.name = "sqlite commit", .steps = n, .commits_per_step = 1};
-    double start = now_ms();
+    double start = bench_now_ms();
     for (size_t i = 0; i < n; i++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         sqlite3_bind_text(insert, 1, "a small row of thirty-two bytes.", -1, SQLITE_STATIC);
         if (sqlite3_step(begin) != SQLITE_DONE || sqlite3_step(insert) != SQLITE_DONE ||
             sqlite3_step(commit) != SQLITE_DONE)
@@ -158,9 +115,9 @@ static result bench_commits(const char *dir, size_t n)
         sqlite3_reset(begin);
         sqlite3_reset(insert);
         sqlite3_reset(commit);
-        add_sample(&s, now_ms() - t0);
+        bench_sample_add(&s, bench_now_ms() - t0);
     }
-    r.total_ms = now_ms() - start;
+    r.total_ms = bench_now_ms() - start;
     sqlite3_finalize(begin);
     sqlite3_finalize(insert);
     sqlite3_finalize(commit);
@@ -173,7 +130,7 @@ static result bench_commits(const char *dir, size_t n)
 /* ---- the engine ---- */
 
 typedef struct native_clock {
-    samples intervals;
+    bench_samples intervals;
     double last; /* 0 before the first call of a run */
 } native_clock;
 
@@ -184,9 +141,9 @@ static native_clock g_native;
 static int noop(void *user, const char *input, size_t len, sp_native_call *call)
 {
     (void)user, (void)input, (void)len;
-    double t = now_ms();
+    double t = bench_now_ms();
     if (g_native.last > 0)
-        add_sample(&g_native.intervals, t - g_native.last);
+        bench_sample_add(&g_native.intervals, t - g_native.last);
     g_native.last = t;
     return sp_native_succeed(call, "ok", NULL, 0);
 }
@@ -220,7 +177,7 @@ static json_t *linear_workflow(const char *kind, size_t n)
 }
 
 typedef struct progress {
-    samples *s;
+    bench_samples *s;
     uint64_t seen_revision; /* highest revision seen; 0 = none yet */
     double seen_at, first_at, last_at;
 } progress;
@@ -231,14 +188,14 @@ static void on_progress(void *ctx, const sp_run_view *run, uint64_t elapsed_ms)
     progress *p = ctx;
     if (run->revision <= p->seen_revision)
         return;
-    double t = now_ms();
+    double t = bench_now_ms();
     if (p->seen_revision == 0) {
         if (run->revision >= 1)
             p->first_at = t; /* revision 1 (or more): the clock starts */
     } else {
         uint64_t d = run->revision - p->seen_revision;
         for (uint64_t i = 0; i < d; i++)
-            add_sample(p->s, (t - p->seen_at) / (double)d);
+            bench_sample_add(p->s, (t - p->seen_at) / (double)d);
     }
     p->seen_revision = run->revision;
     p->seen_at = p->last_at = t;
@@ -268,7 +225,7 @@ static result bench_engine(const char *dir, const char *kind, size_t n,
     if (!engine)
         die_err("engine", &err);
 
-    samples s = {0};
+    bench_samples s = {0};
     result r = {.name = kind, .steps = n};
     uint64_t commits = 0;
     for (size_t done = 0; done < n;) {
@@ -397,9 +354,8 @@ int main(int argc, char **argv)
     print_row(&commits);
     print_row(&native);
     print_row(&command);
-    qsort(g_native.intervals.v, g_native.intervals.n, sizeof(double), cmp_double);
     printf("  cross-check: native function call to call, p50 %.3f ms p99 %.3f ms (%zu intervals)\n",
-           percentile(&g_native.intervals, 0.5), percentile(&g_native.intervals, 0.99),
+           bench_percentile(&g_native.intervals, 0.5), bench_percentile(&g_native.intervals, 0.99),
            g_native.intervals.n);
     printf("ratios against the raw SQLite commit (same directory, same run):\n");
     print_ratio(&native, &commits);

@@ -209,17 +209,23 @@ static int encode_value(const json_t *v, int depth, sp_buf *out, sp_error *err)
     return sp_fail(err, "canonical.shape", "unknown JSON value type");
 }
 
+/* What the buffer's own failures mean, after an encoding. */
+static int encoded(const sp_buf *out, sp_error *err)
+{
+    if (out->oom)
+        return sp_oom(err);
+    if (out->over_limit)
+        return sp_fail(err, "canonical.too-large", "encoding exceeds %zu bytes", out->limit);
+    return 0;
+}
+
 int sp_json_encode(const json_t *v, sp_buf *out, sp_error *err)
 {
     if (!v)
         return sp_fail(err, "canonical.shape", "no value to encode");
     if (encode_value(v, 0, out, err))
         return -1;
-    if (out->oom)
-        return sp_oom(err);
-    if (out->over_limit)
-        return sp_fail(err, "canonical.too-large", "encoding exceeds %zu bytes", out->limit);
-    return 0;
+    return encoded(out, err);
 }
 
 int sp_json_encode_member(const char *key, size_t klen, const json_t *value, int depth,
@@ -231,11 +237,7 @@ int sp_json_encode_member(const char *key, size_t klen, const json_t *value, int
     put_char(out, ':');
     if (encode_value(value, depth + 1, out, err))
         return -1;
-    if (out->oom)
-        return sp_oom(err);
-    if (out->over_limit)
-        return sp_fail(err, "canonical.too-large", "encoding exceeds %zu bytes", out->limit);
-    return 0;
+    return encoded(out, err);
 }
 
 char *sp_json_encode_alloc(const json_t *v, size_t *len, sp_error *err)
