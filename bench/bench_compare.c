@@ -507,31 +507,6 @@ typedef struct seq_out {
     double per_s, ms, p50, p99, cpu_us, commits;
 } seq_out;
 
-typedef struct progress {
-    bench_samples *s;
-    uint64_t seen; /* highest revision seen; 0 = none yet */
-    double seen_at, first_at, last_at;
-} progress;
-
-/* A step is one committed turn: revision j+1 consumes step j's result. The
- * interval between the first passes that see consecutive revisions is a
- * step's latency (bench_steps.c's method). */
-static void on_progress(void *ctx, const sp_run_view *run, uint64_t elapsed_ms)
-{
-    (void)elapsed_ms;
-    progress *p = ctx;
-    if (run->revision <= p->seen)
-        return;
-    double t = bench_now_ms();
-    if (p->seen == 0)
-        p->first_at = t;
-    else
-        for (uint64_t d = run->revision - p->seen, i = 0; i < d; i++)
-            bench_sample_add(p->s, (t - p->seen_at) / (double)d);
-    p->seen = run->revision;
-    p->seen_at = p->last_at = t;
-}
-
 static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *natives)
 {
     seq_out out = {NAN, NAN, NAN, NAN, NAN, NAN};
@@ -558,11 +533,11 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
         json_decref(w);
         __atomic_store_n(&g_calls, 0, __ATOMIC_SEQ_CST);
         __atomic_store_n(&g_done_at, (long)k, __ATOMIC_SEQ_CST);
-        progress p = {.s = &s};
+        bench_revisions p = {.s = &s};
         sp_park park;
         double c0 = cpu_self_ms();
         uint64_t k0 = store_commits(b.store);
-        int rc = sp_engine_run_until_parked(b.engine, &started.key, &park, on_progress, &p, &err);
+        int rc = sp_engine_run_until_parked(b.engine, &started.key, &park, bench_on_revision, &p, &err);
         cpu += cpu_self_ms() - c0;
         commits += store_commits(b.store) - k0 - 1; /* the turn on run.started is no step's */
         __atomic_store_n(&g_done_at, 0, __ATOMIC_SEQ_CST);

@@ -176,31 +176,6 @@ static json_t *linear_workflow(const char *kind, size_t n)
     return w;
 }
 
-typedef struct progress {
-    bench_samples *s;
-    uint64_t seen_revision; /* highest revision seen; 0 = none yet */
-    double seen_at, first_at, last_at;
-} progress;
-
-static void on_progress(void *ctx, const sp_run_view *run, uint64_t elapsed_ms)
-{
-    (void)elapsed_ms;
-    progress *p = ctx;
-    if (run->revision <= p->seen_revision)
-        return;
-    double t = bench_now_ms();
-    if (p->seen_revision == 0) {
-        if (run->revision >= 1)
-            p->first_at = t; /* revision 1 (or more): the clock starts */
-    } else {
-        uint64_t d = run->revision - p->seen_revision;
-        for (uint64_t i = 0; i < d; i++)
-            bench_sample_add(p->s, (t - p->seen_at) / (double)d);
-    }
-    p->seen_revision = run->revision;
-    p->seen_at = p->last_at = t;
-}
-
 static uint64_t store_commits(sp_store *store)
 {
     sp_store_counters c;
@@ -236,15 +211,15 @@ static result bench_engine(const char *dir, const char *kind, size_t n,
             die_err("start", &err);
         json_decref(w);
         g_native.last = 0;
-        progress p = {.s = &s};
+        bench_revisions p = {.s = &s};
         sp_park park;
         uint64_t before = store_commits(store);
-        if (sp_engine_run_until_parked(engine, &started.key, &park, on_progress, &p, &err))
+        if (sp_engine_run_until_parked(engine, &started.key, &park, bench_on_revision, &p, &err))
             die_err("run", &err);
         commits += store_commits(store) - before - 1; /* the turn on run.started: no step */
         if (park != SP_PARK_COMPLETED)
             die(kind, "the run did not complete");
-        if (p.seen_revision != k + 1)
+        if (p.seen != k + 1)
             die(kind, "unexpected number of turns");
         r.total_ms += p.last_at - p.first_at;
         done += k;

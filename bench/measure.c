@@ -50,3 +50,19 @@ void bench_samples_free(bench_samples *s)
     free(s->v);
     *s = (bench_samples){0};
 }
+
+void bench_on_revision(void *ctx, const sp_run_view *run, uint64_t elapsed_ms)
+{
+    (void)elapsed_ms;
+    bench_revisions *p = ctx;
+    if (run->revision <= p->seen)
+        return;
+    double t = bench_now_ms();
+    if (p->seen == 0)
+        p->first_at = t;
+    else
+        for (uint64_t d = run->revision - p->seen, i = 0; i < d; i++)
+            bench_sample_add(p->s, (t - p->seen_at) / (double)d);
+    p->seen = run->revision;
+    p->seen_at = p->last_at = t;
+}
