@@ -476,6 +476,8 @@ static sp_store_rc open_store_file(sq_conn *c, const char *path, const sp_store_
         kind = pragmas(c->db, err);
     if (kind == SP_STORE_OK && empty)
         kind = sp_sqlite_schema_ensure(c->db, err);
+    else if (kind == SP_STORE_OK && !o->reads_only)
+        kind = sp_sqlite_schema_add(c->db, err);
     return kind;
 }
 

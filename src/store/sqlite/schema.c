@@ -21,6 +21,17 @@
 
 _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes user_version 1");
 
+/* Durable timers of format 0.2 (docs/format-0.2.md): added to schema
+ * version 1 without a version change, so a store an older spore created
+ * gets the table the first time a writer opens it (sp_sqlite_schema_add). */
+#define TIMERS_DDL                                                                                 \
+    "CREATE TABLE IF NOT EXISTS timers ("                                                          \
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, timer_id TEXT NOT NULL,"                         \
+    " activation_id TEXT NOT NULL, due_at_ms INTEGER NOT NULL,"                                    \
+    " PRIMARY KEY (tenant, run_id, timer_id),"                                                     \
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id)) WITHOUT ROWID;"               \
+    "CREATE INDEX IF NOT EXISTS timers_due ON timers (due_at_ms, timer_id, tenant, run_id);"
+
 static const char DDL[] =
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE packages (digest TEXT PRIMARY KEY, body TEXT NOT NULL);"
@@ -92,6 +103,7 @@ static const char DDL[] =
     " audit_id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, run_id TEXT NOT NULL,"
     " attempt_id TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT,"
     " evidence_digest TEXT NOT NULL, evidence TEXT NOT NULL, at_ms INTEGER NOT NULL);"
+    TIMERS_DDL
     "INSERT INTO meta (key, value) VALUES ('layout', '2');"
     "PRAGMA user_version = 1;";
 
@@ -173,6 +185,22 @@ sp_store_rc sp_sqlite_schema_ensure(sqlite3 *db, sp_error *err)
     if (rc == SP_STORE_OK && src != SQLITE_OK) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         rc = sp_sqlite_map(db, src, "initializing the store", err);
+    }
+    return rc;
+}
+
+sp_store_rc sp_sqlite_schema_add(sqlite3 *db, sp_error *err)
+{
+    long long present = 0;
+    sp_store_rc rc = read_int(
+        db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'timers'", &present,
+        err);
+    if (rc || present)
+        return rc;
+    int src = sqlite3_exec(db, "BEGIN IMMEDIATE;" TIMERS_DDL "COMMIT;", NULL, NULL, NULL);
+    if (src != SQLITE_OK) {
+        rc = sp_sqlite_map(db, src, "adding the timers table", err);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     }
     return rc;
 }
