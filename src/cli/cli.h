@@ -23,6 +23,8 @@ enum {
     EXIT_INTERVENTION = 4,
     EXIT_QUARANTINED = 5,
     EXIT_ASYNC = 6,
+    EXIT_TIMER = 7,     /* waiting for a timer due beyond --max-wait (format 0.2) */
+    EXIT_CANCELLED = 8, /* the run was cancelled (format 0.2) */
     EXIT_INTERNAL = 10,
     EXIT_INTERRUPTED = 130,
 };

@@ -238,6 +238,8 @@ int session_exit_for_park(sp_park park)
     case SP_PARK_QUARANTINED: return EXIT_QUARANTINED;
     case SP_PARK_ASYNC: return EXIT_ASYNC;
     case SP_PARK_INTERRUPTED: return EXIT_INTERRUPTED;
+    case SP_PARK_TIMER: return EXIT_TIMER;
+    case SP_PARK_CANCELLED: return EXIT_CANCELLED;
     }
     return EXIT_INTERNAL;
 }

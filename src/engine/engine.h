@@ -78,6 +78,10 @@ typedef struct sp_engine_config {
      * request) before the call - and run_until_parked - gives up with the
      * fault's code: 60000 (0 = the default). serve() never gives up. */
     uint64_t store_retry_ms;
+    /* run_until_parked keeps serving a run that waits for a timer due within
+     * this long, and parks it (SP_PARK_TIMER) otherwise: 300000 (5 min; 0 =
+     * the default). */
+    uint64_t max_wait_ms;
     /* Optional: told when the store keeps failing (once it has failed for
      * half a second, then every 10 s while it does) and once when it works
      * again. Called from any engine thread (attempt threads too), never twice
@@ -100,6 +104,7 @@ typedef struct sp_tick_stats {
     uint32_t expired;                                   /* sweep */
     uint32_t claimed;                                   /* dispatch */
     uint32_t settled; /* attempts that ended since the last tick */
+    uint32_t fired;   /* timers fired (format 0.2) */
     bool store_unavailable;
     bool more; /* the pass left work it could do now (a full page of ready runs) */
 } sp_tick_stats;
@@ -137,6 +142,8 @@ typedef enum sp_park {
     SP_PARK_QUARANTINED,
     SP_PARK_ASYNC,       /* waiting for an async or external step */
     SP_PARK_INTERRUPTED, /* shutdown began before the run parked */
+    SP_PARK_CANCELLED,   /* terminal: cancelled (format 0.2) */
+    SP_PARK_TIMER,       /* waiting for a timer due beyond max_wait_ms (format 0.2) */
 } sp_park;
 
 /* Optional progress callback, called between ticks. */
