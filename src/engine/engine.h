@@ -222,6 +222,35 @@ int sp_engine_resolve(sp_engine *e, const sp_run_key *key, const char *request_i
 int sp_engine_release(sp_engine *e, const sp_run_key *key, sp_disposition *disposition,
                       sp_error *err);
 
+/* ---- format 0.2: cancel and retry (docs/format-0.2.md) ---- */
+
+#define SP_CANCEL_REASON_MAX 1024
+#define SP_CANCEL_BY_MAX 128
+
+typedef struct sp_cancel_answer {
+    sp_disposition disposition; /* of the run.cancel event */
+    bool already_terminal;      /* the run had ended: the cancel changes nothing */
+    bool applied;               /* the run's kernel has taken it (status below) */
+    char status[24];            /* the run's status after the cancel */
+} sp_cancel_answer;
+
+/* Cancel a run of a 0.2 workflow: append run.cancel {reason, requestedBy}
+ * (request cancel/<requestId>, event ID cancel:<requestId>), then wait up
+ * to `wait_ms` for the worker serving the run to take it (it stops the
+ * run's running steps at once), and take it here when none did. Refused
+ * with nothing recorded: run.cancel-unsupported for a 0.1 workflow,
+ * usage.invalid-value for a reason over 1 KiB or not UTF-8. A terminal run
+ * answers already_terminal and records nothing. */
+int sp_engine_cancel(sp_engine *e, const sp_run_key *key, const char *request_id,
+                     const char *reason, const char *requested_by, uint64_t wait_ms,
+                     sp_cancel_answer *answer, sp_error *err);
+
+/* Retry every stuck invocation of a 0.2 run (resolve --retry of each,
+ * request IDs <requestId>:<invocationId>); *count says how many.
+ * run.nothing-to-retry when it has none. */
+int sp_engine_retry(sp_engine *e, const sp_run_key *key, const char *request_id, size_t *count,
+                    sp_error *err);
+
 /* ---- external and async steps (engine.md §9) ---- */
 
 #define SP_STEP_TOKEN_MAX 1024

@@ -278,6 +278,11 @@ int engine_check_token(const char *what, const char *s, size_t max, sp_error *er
 
 /* A run's view; run.not-found when it does not exist. */
 int engine_get_run(sp_engine *e, const sp_run_key *key, sp_run_view *view, sp_error *err);
+/* client.c: append one event (canonical body of `body_value`) under
+ * `request_id`; *out says applied or duplicate and its sequence. */
+int engine_append_event(sp_engine *e, const sp_run_key *key, const char *request_id,
+                        const char *event_id, const char *kind, const json_t *body_value,
+                        sp_append_event_res *out, sp_error *err);
 
 /* The held item of an attempt (holder owned by the caller when found). */
 int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *out, bool *found,
