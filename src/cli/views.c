@@ -5,8 +5,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/status.h"
+#include "engine/stateview.h"
 #include "json/decimal.h"
 #include "json/json.h"
 
@@ -51,6 +53,43 @@ static void step_text(FILE *out, const json_t *step)
         print_json_line(out, "holder", holder);
 }
 
+/* A 0.2 run: every invocation in flight or needing a person, every map's
+ * progress and every live timer (when it is due, from now). */
+static void state02_text(FILE *out, const sp_run_view *v)
+{
+    sv_state st;
+    sp_error err = {0};
+    if (!v->snapshot || sv_parse(v->snapshot, v->snapshot_len, &st, &err)) {
+        sp_error_clear(&err);
+        return;
+    }
+    for (size_t i = 0; st.v02 && i < st.ninvocations; i++) {
+        const sv_invocation *inv = &st.invocations[i];
+        fprintf(out, "%-12s %s %s attempt %u %s%s\n", "invocation", inv->node_id,
+                inv->invocation_id, inv->attempt, sv_invocation_state_name(inv->state),
+                inv->state == SV_STUCK ? " (spore retry, or spore resolve --retry)" : "");
+    }
+    const char *id;
+    json_t *m;
+    if (st.v02 && json_is_object(st.maps))
+        json_object_foreach((json_t *)st.maps, id, m)
+            fprintf(out, "%-12s %s: %lld of %lld done, %lld running\n", "map", id,
+                    (long long)json_integer_value(json_object_get(m, "done")),
+                    (long long)json_integer_value(json_object_get(m, "total")),
+                    (long long)json_integer_value(json_object_get(m, "running")));
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    for (size_t i = 0; st.v02 && i < st.ntimers; i++) {
+        long long left = (long long)st.timers[i].due_at_ms - now_ms;
+        fprintf(out, "%-12s %s for %s, due %s%lld.%03lld s\n", "timer", st.timers[i].timer_id,
+                st.timers[i].activation_id ? st.timers[i].activation_id : "?",
+                left < 0 ? "since " : "in ", (left < 0 ? -left : left) / 1000,
+                (left < 0 ? -left : left) % 1000);
+    }
+    sv_free(&st);
+}
+
 void view_status_text(FILE *out, const sp_run_view *v, const json_t *step)
 {
     json_t *snap = snapshot_of(v);
@@ -69,6 +108,7 @@ void view_status_text(FILE *out, const sp_run_view *v, const json_t *step)
                 json_string_value(json_object_get(inv, "invocationId")),
                 (long long)json_integer_value(json_object_get(inv, "attempt")),
                 json_string_value(json_object_get(inv, "state")));
+    state02_text(out, v);
     step_text(out, step);
     json_t *result = snap ? json_object_get(snap, "result") : NULL;
     if (json_is_object(result))

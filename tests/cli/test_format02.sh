@@ -25,6 +25,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 
+starts() { awk -v r="$1" '$1 == "start" && $2 == r' "$SPORE_TEST_LOG" | wc -l; }
+started_at_least() { [ "$(starts "$1")" -ge "$2" ]; }
+
 count_kind() { # <run> <event kind>
   events_json "$1" | jq --arg k "$2" '[.events[] | select(.kind == $k)] | length'
 }
@@ -49,7 +52,7 @@ sp start "$wf/parallel3.json" --input '{"sleep": 2}' --db "$db" --json
 run=$(jq -r '.runId' <<<"$out")
 start_bg fanout resume "$run" --db "$db"
 pid=$bg_pid
-wait_for 20 test "$(awk -v r="$run" '$1 == "start" && $2 == r' "$SPORE_TEST_LOG" | wc -l)" -ge 3 ||
+wait_for 20 started_at_least "$run" 3 ||
   fail "fan-out: the three steps did not start"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true

@@ -5,8 +5,10 @@
 # usage: bash crash_suite.sh <path-to-spore> <repo-root> [--full]
 #
 # Runs tests/crash/workflow.json (fetch, build: idempotent, 3 attempts, 10 ms
-# backoff; approval: a signal wait; deploy: unsafe) once uninterrupted as the
-# reference, then:
+# backoff; approval: a signal wait; deploy: unsafe) - or CRASH_WORKFLOW, e.g.
+# tests/crash/workflow-0.2.json (format 0.2: fetch in parallel with a sleep,
+# build as a map over fetch's items, then the same approval and deploy) -
+# once uninterrupted as the reference, then:
 #   part 1: for each of the 21 core failpoints, stages 1..3 (which spore
 #           invocation of the scenario is armed, counting run, signal and
 #           resolve) and hit counts 1..H, arms SPORE_FAILPOINTS=<name>:<n> on
@@ -96,7 +98,11 @@ extra=$(comm -23 <(echo "$registered") <(printf '%s\n' "${FAILPOINTS[@]}" | sort
 ulimit -c 0 2>/dev/null || true   # thousands of aborts: no core files
 unset SPORE_FAILPOINTS SPORE_DB
 cd "$root" || exit 2              # the workflow's argv are relative to the repository
-workflow=tests/crash/workflow.json
+workflow=${CRASH_WORKFLOW:-tests/crash/workflow.json}
+[ -f "$workflow" ] || { echo "crash_suite.sh: no workflow $workflow" >&2; exit 2; }
+# A map node runs one invocation per item (format 0.2): checks.jq counts
+# effect keys per invocation there.
+maps=$(jq -c '[.nodes | to_entries[] | select(.value.kind == "map") | .key]' "$workflow")
 checks=$root/tests/crash/checks.jq
 work=$(mktemp -d "${TMPDIR:-/tmp}/spore-crash.XXXXXX")
 case $work in
@@ -180,7 +186,7 @@ scenario() {
     resolve)
       local status inv_id="" attempt=""
       status=$("$spore" status "$rid" --db "$db" --json)
-      read -r inv_id attempt < <(jq -r '.invocation // {} | "\(.invocationId // "") \(.attempt // "")"' <<<"$status")
+      read -r inv_id attempt < <(jq -r '(.invocation // .interventions[0]? // {}) | "\(.invocationId // "") \(.attempt // "")"' <<<"$status")
       if [ -z "$inv_id" ]; then
         problems+="exit 4 but status shows no outstanding invocation: $status"$'\n'
         break
@@ -293,7 +299,7 @@ scenario() {
     found=$(jq -rn --slurpfile ref "$work/reference.json" --slurpfile st "$sdir/final-status.json" \
       --slurpfile ev "$sdir/events.json" \
       --rawfile exec "$sdir/exec.log" --rawfile deploy "$sdir/deploy.log" \
-      --slurpfile trace "$sdir/trace.jsonl" --arg armed "$armed_fp" \
+      --slurpfile trace "$sdir/trace.jsonl" --arg armed "$armed_fp" --argjson maps "$maps" \
       -f "$checks" 2>&1) || found="checks.jq failed: $found"
     [ -n "$found" ] && problems+="$found"$'\n'
   fi
