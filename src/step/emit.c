@@ -128,3 +128,24 @@ bool step_write_result_file(const char *run_dir, const char *step_id, int status
     }
     return true;
 }
+
+int step_finish(const step_request *r, step_out *out, int status, json_t *body, bool close_first)
+{
+    if (!body || !step_write_result_file(r->run_dir, r->step_id, status, body)) {
+        fprintf(stderr, "spore-step: cannot write result.json in the run directory\n");
+        json_decref(body);
+        return STEP_EXIT_INTERNAL;
+    }
+    if (close_first) {
+        close(out->fd); /* the fake provider's failure mode: stdout is gone */
+        out->fd = -1;
+    }
+    bool ok = out->fd >= 0 && step_emit_result(out, status, body);
+    json_decref(body);
+    if (!ok) {
+        fprintf(stderr, "spore-step: the result line could not be written (result.json holds "
+                        "the result)\n");
+        return STEP_EXIT_UNVERIFIED;
+    }
+    return STEP_EXIT_OK;
+}
