@@ -16,7 +16,10 @@ static const char *const MEMBERS[] = {
     "kind",       "stepCli",    "systemPrompt", "outputSchema", "timeoutMs",
     "provider",   "sandbox",    "mcpServers",   "secrets",      "allowedTools",
     "deniedTools", "env",       "description",  "effect",       "outcomes",
-    "retry",      NULL};
+    "retry",      "model",      "baseUrl",      "maxTurns",     "maxOutputTokens",
+    "temperature", "tools",     "runPrograms",  NULL};
+static const char *const TOOLS[] = {"read_file",  "list_files", "search_files", "write_file",
+                                    "edit_file",  "run",        NULL};
 static const char *const SANDBOX_MEMBERS[] = {
     "transport", "network",        "reuse",    "readable",     "writable", "maxMessageBytes",
     "command",   "lostStreamExit", "workRoot", "hostWorkRoot", NULL};
@@ -370,6 +373,117 @@ static int parse_outcomes(const char *id, const json_t *outcomes, sp_error *err)
                    "include it");
 }
 
+/* baseUrl: http(s), no credentials, query, fragment, space or control. */
+static bool url_ok(const char *u)
+{
+    const char *rest = strncmp(u, "https://", 8) == 0  ? u + 8
+                       : strncmp(u, "http://", 7) == 0 ? u + 7
+                                                       : NULL;
+    if (!rest || !*rest || *rest == '/')
+        return false;
+    size_t host = strcspn(rest, "/");
+    if (memchr(rest, '@', host))
+        return false;
+    for (const char *c = u; *c; c++)
+        if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '?' || *c == '#' || *c == '\\')
+            return false;
+    return true;
+}
+
+static bool temperature_ok(const char *t)
+{
+    size_t n = strlen(t), digits = strspn(t, "0123456789");
+    if (n == 0 || n >= 32 || digits == 0)
+        return false;
+    if (t[digits] == '.' && (strspn(t + digits + 1, "0123456789") != n - digits - 1 || n == digits + 1))
+        return false;
+    if (t[digits] && t[digits] != '.')
+        return false;
+    return strtod(t, NULL) <= 2.0;
+}
+
+static int count_member(const char *id, const json_t *v, const char *what, unsigned max,
+                        unsigned *out, sp_error *err)
+{
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
+        return invalid(err, id, "%s must be an integer 1..%u", what, max);
+    *out = (unsigned)json_integer_value(v);
+    return 0;
+}
+
+static int parse_tool_names(const char *id, const json_t *tools, sp_agent_action *a, sp_error *err)
+{
+    if (!tools)
+        return 0;
+    if (string_array(id, tools, "tools", 16, false, &a->tools, err))
+        return -1;
+    for (char **t = a->tools; *t; t++) {
+        bool known = false;
+        for (const char *const *k = TOOLS; *k && !known; k++)
+            known = strcmp(*k, *t) == 0;
+        if (!known)
+            return invalid(err, id, "tools: \"%s\" is not a built-in tool (read_file, list_files, "
+                           "search_files, write_file, edit_file, run)", *t);
+    }
+    return 0;
+}
+
+static int parse_programs(const char *id, const json_t *progs, sp_agent_action *a, sp_error *err)
+{
+    if (!progs) {
+        a->run_programs = strv_new(0);
+        return a->run_programs ? 0 : sp_oom(err);
+    }
+    if (string_array(id, progs, "runPrograms", SP_AGENT_PATHS_MAX, false, &a->run_programs, err))
+        return -1;
+    for (char **p = a->run_programs; *p; p++)
+        if (strchr(*p, '/') && ((*p)[0] != '/' || !path_clean(*p)))
+            return invalid(err, id, "runPrograms entries are program names or absolute paths "
+                           "without \"..\"");
+    return 0;
+}
+
+static int parse_provider(const char *id, const json_t *action, sp_agent_action *a, sp_error *err)
+{
+    const json_t *model = json_object_get(action, "model"), *url = json_object_get(action, "baseUrl");
+    const json_t *temp = json_object_get(action, "temperature");
+    if (model && (!plain(model, 255) || json_string_length(model) == 0))
+        return invalid(err, id, "model must be a non-empty string (at most 255 bytes)");
+    if (url && (!plain(url, 2048) || !url_ok(json_string_value(url))))
+        return invalid(err, id, "baseUrl must be an http:// or https:// URL without credentials, "
+                       "query or fragment (at most 2048 bytes)");
+    if (temp && (!plain(temp, 31) || !temperature_ok(json_string_value(temp))))
+        return invalid(err, id, "temperature must be a decimal string from 0 to 2");
+    if (temp)
+        snprintf(a->temperature, sizeof a->temperature, "%s", json_string_value(temp));
+    if (count_member(id, json_object_get(action, "maxTurns"), "maxTurns", SP_AGENT_TURNS_MAX,
+                     &a->max_turns, err) ||
+        count_member(id, json_object_get(action, "maxOutputTokens"), "maxOutputTokens", 1000000,
+                     &a->max_output_tokens, err) ||
+        parse_tool_names(id, json_object_get(action, "tools"), a, err) ||
+        parse_programs(id, json_object_get(action, "runPrograms"), a, err))
+        return -1;
+    bool openai = strcmp(a->provider, "openai") == 0, anthropic = strcmp(a->provider, "anthropic") == 0;
+    if ((model || url) && !openai && !anthropic)
+        return invalid(err, id, "model and baseUrl belong to provider \"openai\" or \"anthropic\"");
+    if (!model && !url)
+        return 0;
+    a->api = openai ? SP_AGENT_API_OPENAI : SP_AGENT_API_ANTHROPIC;
+    a->model = model ? strdup(json_string_value(model)) : NULL;
+    const char *base = url ? json_string_value(url)
+                       : openai ? "https://api.openai.com/v1"
+                                : "https://api.anthropic.com";
+    a->base_url = strdup(base);
+    if (!a->base_url || (model && !a->model))
+        return sp_oom(err);
+    size_t n = strlen(a->base_url);
+    while (n > 0 && a->base_url[n - 1] == '/')
+        a->base_url[--n] = '\0';
+    return 0;
+}
+
 static int parse_all(const char *id, const json_t *action, sp_agent_action *a, sp_error *err)
 {
     if (!json_is_object(action))
@@ -413,7 +527,8 @@ static int parse_all(const char *id, const json_t *action, sp_agent_action *a, s
                     &a->has_allowed_tools, err) ||
         parse_tools(id, json_object_get(action, "deniedTools"), "deniedTools",
                     &a->has_denied_tools, err) ||
-        parse_outcomes(id, json_object_get(action, "outcomes"), err))
+        parse_outcomes(id, json_object_get(action, "outcomes"), err) ||
+        parse_provider(id, action, a, err))
         return -1;
     return 0;
 }
@@ -447,6 +562,10 @@ void sp_agent_action_free(sp_agent_action *a)
     free(a->secrets);
     json_decref(a->mcp_servers);
     strv_free(a->env);
+    free(a->model);
+    free(a->base_url);
+    strv_free(a->tools);
+    strv_free(a->run_programs);
     memset(a, 0, sizeof *a);
 }
 
