@@ -311,9 +311,10 @@ static void emit_result_event(loop *l, const char *text)
 
 static turn_end final_answer(loop *l, const step_turn *t)
 {
-    emit_result_event(l, t->text);
-    if (!step_schema_wanted(l->r->output_schema))
+    if (!step_schema_wanted(l->r->output_schema)) {
+        emit_result_event(l, t->text);
         return finish_200(l, json_pack("{s:b,s:s}", "success", 1, "summary", t->text));
+    }
     char why[300] = "";
     json_t *v = answer_json(t->text, why, sizeof why);
     bool fits = v && step_schema_check(l->r->output_schema, v, why, sizeof why);
@@ -326,6 +327,7 @@ static turn_end final_answer(loop *l, const step_turn *t)
                  "(%s). Answer again with only that JSON object.", why);
         return l->w->add_user(l->messages, ask) ? TURN_NEXT : TURN_DONE;
     }
+    emit_result_event(l, t->text);
     if (!fits) {
         json_decref(v);
         char error[400];

@@ -83,7 +83,7 @@ typedef struct walk {
 static int open_below(int dir, const char *name, int flags)
 {
     struct open_how how = {
-        .flags = (unsigned)(flags | O_CLOEXEC | O_NOCTTY),
+        .flags = (unsigned)(flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY)),
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
     return (int)syscall(SYS_openat2, dir, name, &how, sizeof how);

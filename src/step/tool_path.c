@@ -105,7 +105,7 @@ int step_path_open(const step_tool_ctx *ctx, const char *path, int flags, mode_t
     if (dir < 0)
         return refuse(o, path, "its folder cannot be opened");
     struct open_how how = {
-        .flags = (unsigned)(flags | O_CLOEXEC | O_NOCTTY),
+        .flags = (unsigned)(flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY)),
         .mode = (flags & O_CREAT) ? mode : 0,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
