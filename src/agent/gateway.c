@@ -121,8 +121,8 @@ static void header(request *rq, char *line)
     if (strcasecmp(line, "content-length") == 0) {
         char *end;
         unsigned long long n = strtoull(v, &end, 10);
-        rq->has_length = *v >= '0' && *v <= '9' && *end == '\0' && n <= SP_GATEWAY_BODY_MAX + 1ull;
-        rq->length = rq->has_length ? (size_t)n : 0;
+        rq->has_length = *v >= '0' && *v <= '9' && *end == '\0';
+        rq->length = !rq->has_length ? 0 : n > SP_GATEWAY_BODY_MAX ? SP_GATEWAY_BODY_MAX + 1 : (size_t)n;
     } else if (strcasecmp(line, "transfer-encoding") == 0) {
         rq->chunked = true;
     } else if (strcasecmp(line, "content-type") == 0) {
