@@ -96,6 +96,34 @@ rec_jq() {
   jq -e -s "$1" "$rec" >/dev/null 2>&1 || fail "$2: the server's record does not satisfy $1"
 }
 
+# ---- the action's new members are validated ----
+start_server openai-429
+workflow valid openai "$(tools_extra)"
+sp validate "$tmp/wf-valid.json"
+expect_rc 0 "a real-provider action validates"
+for bad in '{"provider": "fake"}' '{"baseUrl": "http://user:pw@127.0.0.1/v1"}' '{"baseUrl": "ftp://h/"}' \
+  '{"baseUrl": "http://h/v1?key=1"}' '{"temperature": "3"}' '{"temperature": 1}' '{"maxTurns": 201}' \
+  '{"tools": ["read_file", "shell"]}' '{"runPrograms": ["bin/../sh"]}' '{"maxOutputTokens": 0}'; do
+  workflow invalid openai "$bad"
+  sp validate "$tmp/wf-invalid.json" --json
+  expect_rc 2 "refused at validation: $bad"
+  expect_json '.error.code == "action.invalid"' "action.invalid: $bad"
+done
+grep -q 'user:pw' <<<"$out$err" && fail "a refused baseUrl's credentials were echoed"
+# spore-step itself: a real provider without a model or endpoint is exit 3
+printf '%s' '{"query":"q","systemPrompt":"","outputSchema":{},"timeout_ms":1000,"stepId":"cfg-000000000001","runDir":"'"$tmp"'/cfg"}' >"$tmp/cfg.req"
+set +e
+SPORE_AGENT_CONFIG='{"provider":"openai"}' "$(dirname "$spore")/spore-step" <"$tmp/cfg.req" >"$tmp/cfg.out" 2>"$tmp/cfg.err"
+code=$?
+SPORE_AGENT_CONFIG='{"provider":"openai","surprise":1}' "$(dirname "$spore")/spore-step" <"$tmp/cfg.req" >/dev/null 2>"$tmp/cfg2.err"
+code2=$?
+set -e
+checks=$((checks + 2))
+[ "$code" -eq 3 ] && grep -q 'step.config-invalid: provider openai needs a model' "$tmp/cfg.err" ||
+  fail "spore-step without a model: exit $code, $(cat "$tmp/cfg.err")"
+[ "$code2" -eq 3 ] && grep -q 'unknown member' "$tmp/cfg2.err" || fail "an unknown config member: exit $code2"
+stop_server
+
 # ---- the tool loop: openai, then anthropic with a repair turn ----
 for api in openai anthropic; do
   fixtures
