@@ -156,76 +156,94 @@ static bool bad_reply(loop *l, const char *code, const char *why)
     return true;
 }
 
+/* What one HTTP answer means for the turn. */
+typedef enum http_step {
+    HTTP_GOT,   /* a reply to parse */
+    HTTP_RETRY, /* transient: after a backoff, the next of RETRIES attempts */
+    HTTP_AGAIN, /* a bad reply: asked again at once (the budget is BAD_REPLIES) */
+    HTTP_END,   /* the step ends (l->exit_code) */
+} http_step;
+
+static http_step timed_out(loop *l)
+{
+    transient(l, "provider.timeout", "the model did not answer before timeout_ms");
+    return HTTP_END;
+}
+
+/* A transient failure: wait and retry, or a 502 once the attempts are used. */
+static http_step backoff(loop *l, int attempt, const char *why)
+{
+    if (attempt >= RETRIES) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "the provider failed %d times in a row, the last: %s", attempt,
+                 why);
+        transient(l, "provider.unavailable", msg);
+        return HTTP_END;
+    }
+    long long wait = backoff_ms(attempt), left = l->deadline - step_now_ms();
+    event_error(l, "%s: retrying in %lld ms (attempt %d of %d)", why, wait, attempt + 1, RETRIES);
+    step_sleep_ms(wait < left ? wait : left);
+    return HTTP_RETRY;
+}
+
+static http_step judge(loop *l, const step_http_reply *res, int attempt, json_t **reply)
+{
+    char why[160] = "";
+    switch (res->end) {
+    case STEP_HTTP_TIMEOUT:
+        return timed_out(l);
+    case STEP_HTTP_TOO_LARGE:
+        snprintf(why, sizeof why, "the reply is larger than %u bytes", REPLY_MAX);
+        return bad_reply(l, "provider.reply-too-large", why) ? HTTP_AGAIN : HTTP_END;
+    case STEP_HTTP_TRANSPORT:
+        snprintf(why, sizeof why, "no answer (%.120s)", res->error);
+        return backoff(l, attempt, why);
+    case STEP_HTTP_DONE:
+        break;
+    }
+    if (retryable_status(res->status)) {
+        snprintf(why, sizeof why, "HTTP %ld", res->status);
+        return backoff(l, attempt, why);
+    }
+    if (res->status < 200 || res->status > 299) {
+        refused(l, res);
+        return HTTP_END;
+    }
+    *reply = step_parse_json(res->body.data ? res->body.data : "", res->body.len, why, sizeof why);
+    if (json_is_object(*reply))
+        return HTTP_GOT;
+    json_decref(*reply);
+    *reply = NULL;
+    char msg[200];
+    snprintf(msg, sizeof msg, "the reply is not a JSON object (%s)", why[0] ? why : "shape");
+    return bad_reply(l, "provider.reply-malformed", msg) ? HTTP_AGAIN : HTTP_END;
+}
+
 /* The reply of this turn in *reply (TURN_NEXT), or the step's end. */
 static turn_end call_model(loop *l, json_t **reply)
 {
     json_t *body = l->w->request(l->c, l->system, l->messages, l->tools, l->r->output_schema);
     char *text = body ? step_dump(body) : NULL;
     json_decref(body);
+    *reply = NULL;
     if (!text)
         return done(l, step_fail(STEP_EXIT_INTERNAL, "step.out-of-memory", "out of memory"));
-    turn_end end = TURN_DONE;
-    *reply = NULL;
-    for (int attempt = 1; !*reply;) {
+    http_step step = HTTP_RETRY;
+    for (int attempt = 1; step == HTTP_RETRY || step == HTTP_AGAIN;) {
         long long left = l->deadline - step_now_ms();
         if (left <= 0) {
-            end = transient(l, "provider.timeout", "the model did not answer before timeout_ms");
+            step = timed_out(l);
             break;
         }
         step_http_reply res;
         step_http_post(l->c, l->w->path, (const char *const *)l->headers, text, strlen(text), left,
                        REPLY_MAX, &res);
-        char why[160] = "";
-        bool retry = false;
-        if (res.end == STEP_HTTP_TIMEOUT) {
-            end = transient(l, "provider.timeout", "the model did not answer before timeout_ms");
-        } else if (res.end == STEP_HTTP_TOO_LARGE) {
-            snprintf(why, sizeof why, "the reply is larger than %u bytes", REPLY_MAX);
-            if (!bad_reply(l, "provider.reply-too-large", why))
-                end = TURN_DONE;
-            else
-                retry = true, attempt = 0;
-        } else if (res.end == STEP_HTTP_TRANSPORT ||
-                   (res.end == STEP_HTTP_DONE && retryable_status(res.status))) {
-            retry = true;
-            if (res.end == STEP_HTTP_TRANSPORT)
-                snprintf(why, sizeof why, "no answer (%.120s)", res.error);
-            else
-                snprintf(why, sizeof why, "HTTP %ld", res.status);
-            if (attempt >= RETRIES) {
-                char msg[300];
-                snprintf(msg, sizeof msg, "the provider failed %d times in a row, the last: %s",
-                         attempt, why);
-                end = transient(l, "provider.unavailable", msg);
-                retry = false;
-            } else {
-                long long wait = backoff_ms(attempt);
-                event_error(l, "%s: retrying in %lld ms (attempt %d of %d)", why, wait, attempt + 1,
-                            RETRIES);
-                step_sleep_ms(wait < l->deadline - step_now_ms() ? wait
-                                                                 : l->deadline - step_now_ms());
-            }
-        } else if (res.status < 200 || res.status > 299) {
-            end = refused(l, &res);
-        } else if (!(*reply = step_parse_json(res.body.data ? res.body.data : "", res.body.len,
-                                              why, sizeof why)) ||
-                   !json_is_object(*reply)) {
-            json_decref(*reply);
-            *reply = NULL;
-            char msg[200];
-            snprintf(msg, sizeof msg, "the reply is not a JSON object (%s)", why[0] ? why : "shape");
-            if (bad_reply(l, "provider.reply-malformed", msg))
-                retry = true, attempt = 0;
-        } else {
-            end = TURN_NEXT;
-        }
+        step = judge(l, &res, attempt, reply);
         step_http_reply_free(&res);
-        if (!retry && !*reply)
-            break;
-        attempt++;
+        attempt = step == HTTP_AGAIN ? 1 : attempt + 1;
     }
     free(text);
-    return end;
+    return step == HTTP_GOT ? TURN_NEXT : TURN_DONE;
 }
 
 /* ---- the tool calls of one turn ---- */
