@@ -274,6 +274,39 @@ static int parse_header(const char *id, const char *server, const json_t *h, sp_
                : 0;
 }
 
+/* A stdio server's name becomes part of its tools' names: [A-Za-z0-9_-]{1,32}. */
+static bool stdio_name_ok(const char *n)
+{
+    size_t len = strlen(n);
+    return len >= 1 && len <= 32 && strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789_-") == len;
+}
+
+/* {name, command: [argv]}: a server spore-step starts inside the sandbox. */
+static int parse_stdio_server(const char *id, const json_t *s, sp_agent_action *a, sp_error *err)
+{
+    const char *name = json_string_value(json_object_get(s, "name"));
+    const json_t *cmd = json_object_get(s, "command");
+    if (json_object_get(s, "url") || json_object_get(s, "headers"))
+        return invalid(err, id, "MCP server \"%s\": a server has either a \"url\" (HTTP) or a "
+                       "\"command\" (stdio)", name);
+    if (!stdio_name_ok(name))
+        return invalid(err, id, "MCP server \"%s\": a stdio server's name is 1 to 32 letters, "
+                       "digits, '_' or '-' (its tools are named <server>.<tool>)", name);
+    char **argv = NULL;
+    if (string_array(id, cmd, "an MCP server's command", SP_AGENT_ARGV_MAX, true, &argv, err)) {
+        strv_free(argv);
+        return -1;
+    }
+    bool absolute_ok = argv[0][0] == '/' ? path_clean(argv[0]) : !strchr(argv[0], '/');
+    strv_free(argv);
+    if (!absolute_ok)
+        return invalid(err, id, "MCP server \"%s\": command[0] is a program name or an absolute "
+                       "path without \"..\"", name);
+    json_t *server = json_pack("{s:s,s:O}", "name", name, "command", cmd);
+    return !server || json_array_append_new(a->mcp_servers, server) ? sp_oom(err) : 0;
+}
+
 static int parse_servers(const char *id, const json_t *servers, sp_agent_action *a, sp_error *err)
 {
     if (!servers)
@@ -283,14 +316,15 @@ static int parse_servers(const char *id, const json_t *servers, sp_agent_action 
                        SP_AGENT_SERVERS_MAX);
     if (!(a->mcp_servers = json_array()))
         return sp_oom(err);
-    static const char *const known[] = {"name", "url", "headers", NULL};
+    static const char *const known[] = {"name", "url", "headers", "command", NULL};
     for (size_t i = 0; i < json_array_size(servers); i++) {
         const json_t *s = json_array_get(servers, i);
         const json_t *name = json_object_get(s, "name"), *url = json_object_get(s, "url");
         const json_t *headers = json_object_get(s, "headers");
         if (!json_is_object(s) || !plain(name, 128) || json_string_length(name) == 0 ||
-            !plain(url, 4096))
-            return invalid(err, id, "mcpServers[%zu] needs a \"name\" and a \"url\"", i);
+            (!plain(url, 4096) && !json_object_get(s, "command")))
+            return invalid(err, id, "mcpServers[%zu] needs a \"name\" and a \"url\" or a "
+                           "\"command\"", i);
         const char *sname = json_string_value(name);
         if (closed(id, s, known, "an MCP server", err))
             return -1;
@@ -298,6 +332,11 @@ static int parse_servers(const char *id, const json_t *servers, sp_agent_action 
             if (strcmp(json_string_value(json_object_get(json_array_get(servers, k), "name")),
                        sname) == 0)
                 return invalid(err, id, "two MCP servers are named \"%s\"", sname);
+        if (json_object_get(s, "command")) {
+            if (parse_stdio_server(id, s, a, err))
+                return -1;
+            continue;
+        }
         if (headers && (!json_is_array(headers) || json_array_size(headers) > SP_AGENT_HEADERS_MAX))
             return invalid(err, id, "MCP server \"%s\": headers must be an array", sname);
         json_t *out_headers = json_array();

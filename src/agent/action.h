@@ -33,6 +33,11 @@
  * /tmp), hostWorkRoot (absolute: where workRoot is visible on this machine,
  * for result.json; optional).
  *
+ * An MCP server is either HTTP, {name, url, headers} as below, or stdio,
+ * {name, command}: argv of a server spore-step starts inside the sandbox
+ * (command[0] a program name or an absolute path; the name [A-Za-z0-9_-],
+ * at most 32, since its tools are offered as <server>.<tool>).
+ *
  * secrets: {"NAME": {"file": "<path>"}}; NAME is [A-Za-z0-9][A-Za-z0-9_.-]*
  * (at most 64 bytes, "mcp" reserved). mcpServers: [{name, url, headers:
  * [{name, source: "Secret", secretName}]}]; a header with a plain `value` is

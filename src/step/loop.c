@@ -57,6 +57,7 @@ typedef struct loop {
     step_out *out;
     long long deadline;
     json_t *messages, *tools;
+    step_mcp *mcp; /* the stdio MCP servers, NULL when none */
     char *system;
     char *headers[8];
     long long in_tokens, out_tokens;
@@ -258,8 +259,8 @@ static void emit_call(loop *l, const step_call *call)
     }
     free(dump);
     step_emit_event(l->out, "tool_call",
-                    json_pack("{s:s,s:o,s:s}", "name", call->name, "input", input, "call_id",
-                              call->id));
+                    json_pack("{s:s,s:o,s:s}", "name", step_mcp_display(l->mcp, call->name),
+                              "input", input, "call_id", call->id));
 }
 
 static turn_end run_calls(loop *l, const step_turn *t)
@@ -274,7 +275,7 @@ static turn_end run_calls(loop *l, const step_turn *t)
         step_tool_out *o = &outs[i];
         if (call->bad[0])
             step_tool_error(o, "bad arguments: %s", call->bad);
-        else
+        else if (!step_mcp_call(l->mcp, call->name, call->input, l->deadline, o))
             step_tool_call(&ctx, call->name, call->input, o);
         if (o->bad_arguments || call->bad[0])
             l->bad_calls++;
@@ -451,7 +452,9 @@ static int setup(loop *l)
     l->tools = step_tools_offered(c);
     if (!l->system || !l->messages || !l->tools)
         return step_fail(STEP_EXIT_INTERNAL, "step.out-of-memory", "out of memory");
-    return 0;
+    int rc = step_mcp_start(c, l->deadline, &l->mcp);
+    step_mcp_offer(l->mcp, l->tools);
+    return rc;
 }
 
 static void teardown(loop *l)
@@ -464,6 +467,7 @@ static void teardown(loop *l)
     free(l->system);
     json_decref(l->messages);
     json_decref(l->tools);
+    step_mcp_stop(l->mcp);
 }
 
 int step_agent_run(const step_request *r, const step_config *c, const step_wire *w,

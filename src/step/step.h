@@ -161,6 +161,8 @@ void step_tool_call(const step_tool_ctx *ctx, const char *name, const json_t *ar
 bool step_tool_name(const char *name, step_tool_id *id);
 const char *step_tool_name_of(step_tool_id id);
 void step_tool_out_free(step_tool_out *o);
+/* The output made valid UTF-8, with the note saying how much was cut. */
+void step_tool_seal(step_tool_out *o);
 /* tool_path.c: a path of a tool call, opened inside the roots it may use
  * (reads: the working directory, runDir, readable, writable; writes: runDir
  * and writable), no "..", no symlink anywhere below the root. A descriptor,
@@ -183,6 +185,25 @@ void step_tool_search_files(const step_tool_ctx *ctx, const json_t *args, step_t
 void step_tool_write_file(const step_tool_ctx *ctx, const json_t *args, step_tool_out *o);
 void step_tool_edit_file(const step_tool_ctx *ctx, const json_t *args, step_tool_out *o);
 void step_tool_run(const step_tool_ctx *ctx, const json_t *args, step_tool_out *o);
+/* A program name (looked up in /usr/local/bin, /usr/bin, /bin) or an
+ * absolute path, to an executable regular file (tool_run.c). */
+bool step_program_resolve(const char *name, char *out, size_t len);
+
+/* ---- mcp.c: MCP servers over stdio ---- */
+
+typedef struct step_mcp step_mcp;
+
+/* Start the stdio servers of $SPORE_MCP_SERVERS (initialize, tools/list);
+ * *out NULL-safe to use when there are none. 0, or an exit code (3). */
+int step_mcp_start(const step_config *c, long long deadline_ms, step_mcp **out);
+/* Their tools appended in the neutral shape, named <server>__<tool>. */
+void step_mcp_offer(const step_mcp *m, json_t *tools);
+/* When `wire` names one of their tools: run the call and true. */
+bool step_mcp_call(step_mcp *m, const char *wire, const json_t *args, long long deadline_ms,
+                   step_tool_out *out);
+/* "<server>.<tool>" for a wire name of theirs, else the name itself. */
+const char *step_mcp_display(step_mcp *m, const char *wire);
+void step_mcp_stop(step_mcp *m);
 
 /* ---- http.c: one POST through libcurl, bounded ---- */
 

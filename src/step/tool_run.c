@@ -46,7 +46,7 @@ static bool executable(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-static bool resolve(const char *name, char *out, size_t len)
+bool step_program_resolve(const char *name, char *out, size_t len)
 {
     if (name[0] == '/') {
         snprintf(out, len, "%s", name);
@@ -143,7 +143,7 @@ void step_tool_run(const step_tool_ctx *ctx, const json_t *args, step_tool_out *
         step_tool_error(o, "argv must be strings without NUL bytes");
         return;
     }
-    if (!granted(ctx->config, argv[0]) || !resolve(argv[0], path, sizeof path)) {
+    if (!granted(ctx->config, argv[0]) || !step_program_resolve(argv[0], path, sizeof path)) {
         step_tool_error(o, "program \"%.200s\" is not granted to this step (runPrograms)%s",
                         argv[0], granted(ctx->config, argv[0]) ? ", or not found" : "");
         free(argv);

@@ -151,7 +151,7 @@ const char *step_tool_arg(const json_t *args, const char *name)
 }
 
 /* Valid UTF-8, and the note when something was cut. */
-static void seal(step_tool_out *o)
+void step_tool_seal(step_tool_out *o)
 {
     size_t n;
     char *clean = sp_utf8_lossy(o->text.data ? o->text.data : "", o->text.len, &n);
@@ -181,7 +181,7 @@ void step_tool_call(const step_tool_ctx *ctx, const char *name, const json_t *ar
         TOOLS[id].run(ctx, args, out);
     }
     json_decref(schema);
-    seal(out);
+    step_tool_seal(out);
 }
 
 void step_tool_out_free(step_tool_out *o)

@@ -6,7 +6,8 @@
 # the APIs' wire shapes, reached only through the model gateway (the
 # sandbox keeps network "none").
 #
-# Cases: a tool loop over several turns that reads, edits and runs, then
+# Cases: a stdio MCP server started inside the sandbox, its tools offered
+# and called (and one that does not start: exit 3); a tool loop over several turns that reads, edits and runs, then
 # returns structured output (openai), the same with a repair turn and a
 # fenced answer (anthropic); every escape a tool may try (../, an absolute
 # path, a symlink, writing a readable folder, an ungranted program, an
@@ -273,6 +274,36 @@ for c in oversize:provider.reply-too-large:agent.internal-error:3 malformed:prov
   stop_server
   rec_jq "length == $requests" "$name: $requests request(s)"
 done
+
+# ---- a stdio MCP server inside the sandbox ----
+start_server openai-mcp
+workflow mcp openai '{"mcpServers": [{"name": "kb", "command": ["'"$probe_dir"'/mcp_server"]}]}'
+sp run "$tmp/wf-mcp.json" --db "$db" --key mcp --json
+expect_rc 0 "a step with a stdio MCP server completes"
+expect_json '.result.output.summary == "alpha is 42"' "mcp: the answer"
+rid=$(jq -r .runId <<<"$out")
+sp events "$rid" --db "$db" --json
+expect_json '[.agentEvents[] | select(.kind == "tool_call") | .data.name] == ["kb.lookup", "kb.lookup", "kb.broken"]' \
+  "mcp: the events name the tools <server>.<tool>"
+stop_server
+rec_jq '([.[0].body.tools[].function.name] | index("kb__lookup") != null and index("kb__broken") != null) and
+  (.[0].body.tools[] | select(.function.name == "kb__lookup") | .function.parameters.required == ["key"] and
+   .function.description == "Look a key up in the knowledge base.")' "mcp: the server's tools offered with their schemas"
+rec_jq '[.[1].body.messages[] | select(.role == "tool") | .content] as $c |
+  ($c[0] == "value of alpha is 42") and ($c[1] | test("bad arguments for kb.lookup: .*key")) and
+  ($c[2] == "the broken tool failed")' "mcp: results, the schema check, the server's isError"
+start_server openai-429
+workflow mcp-broken openai '{"mcpServers": [{"name": "gone", "command": ["/usr/bin/false"]}]}'
+sp run "$tmp/wf-mcp-broken.json" --db "$db" --key mcp-broken --json
+rid=$(jq -r .runId <<<"$out")
+sp status "$rid" --db "$db" --json
+expect_json '.result.error.code == "agent.precondition-failed" and
+  (.result.error.details.stderrTail | test("mcp.server-unavailable: MCP server \"gone\""))' "mcp: a server that does not start is exit 3"
+stop_server
+rec_jq 'length == 0' "mcp: the model is not called when a server does not start"
+workflow mcp-invalid openai '{"mcpServers": [{"name": "k.b", "command": ["x"]}]}'
+sp validate "$tmp/wf-mcp-invalid.json"
+expect_rc 2 "a stdio server name outside [A-Za-z0-9_-] is refused"
 
 # ---- the key canary outside the sandbox ----
 dump="$tmp/store.dump"
