@@ -42,7 +42,7 @@
 extern char **environ;
 
 typedef struct mcp_tool {
-    char wire[130];    /* <server>__<tool>, sanitized */
+    char wire[65];     /* <server>__<tool>, sanitized, at most 64 bytes */
     char display[200]; /* <server>.<tool> */
     char *name;        /* as the server calls it */
     json_t *schema;
@@ -174,13 +174,19 @@ static bool spawn(mcp_server *s, const json_t *command, const char *cwd)
 }
 
 /* Wire names allow [A-Za-z0-9_-] only, 64 bytes at most. */
-static void wire_name(const char *server, const char *tool, char *out, size_t len)
+static void wire_name(const char *server, const char *tool, char out[65])
 {
-    snprintf(out, len < 65 ? len : 65, "%s__%s", server, tool);
-    for (char *c = out; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-              *c == '_' || *c == '-'))
-            *c = '_';
+    sp_buf b = SP_BUF_INIT;
+    sp_buf_printf(&b, "%s__%s", server, tool);
+    size_t n = sp_buf_ok(&b) ? (b.len < 64 ? b.len : 64) : 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = b.data[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '-';
+        out[i] = ok ? c : '_';
+    }
+    out[n] = '\0';
+    sp_buf_free(&b);
 }
 
 static void add_tool(mcp_server *s, const json_t *t)
@@ -189,18 +195,27 @@ static void add_tool(mcp_server *s, const json_t *t)
     const json_t *schema = json_object_get(t, "inputSchema");
     if (!name || !*name || strlen(name) > 120 || s->ntools == TOOLS_MAX)
         return;
-    mcp_tool *m = &s->tools[s->ntools];
-    wire_name(s->name, name, m->wire, sizeof m->wire);
-    snprintf(m->display, sizeof m->display, "%s.%s", s->name, name);
+    char wire[65], display[200];
+    wire_name(s->name, name, wire);
+    snprintf(display, sizeof display, "%.40s.%.120s", s->name, name);
     for (size_t i = 0; i < s->ntools; i++)
-        if (strcmp(s->tools[i].wire, m->wire) == 0)
+        if (strcmp(s->tools[i].wire, wire) == 0)
             return; /* two names that sanitize alike: the first one stays */
+    mcp_tool *m = &s->tools[s->ntools];
+    memcpy(m->wire, wire, sizeof wire);
+    memcpy(m->display, display, sizeof display);
     m->name = strdup(name);
     m->schema = json_is_object(schema) ? json_deep_copy(schema) : json_pack("{s:s}", "type", "object");
     const json_t *d = json_object_get(t, "description");
     m->description = json_is_string(d) ? json_incref((json_t *)d) : json_string("");
-    if (m->name)
+    if (m->name && m->schema && m->description) {
         s->ntools++;
+        return;
+    }
+    free(m->name);
+    json_decref(m->schema);
+    json_decref(m->description);
+    memset(m, 0, sizeof *m);
 }
 
 static bool handshake(mcp_server *s, long long deadline)
