@@ -49,6 +49,8 @@ fixtures() {
   printf 'same\nsame\n' >"$tmp/work/twice.txt"
   printf '%s\n' "$CONTROL" >"$tmp/work/control.txt"
   ln -sfn /etc/passwd "$tmp/work/link"
+  ln -sfn /etc "$tmp/work/dirlink"
+  rm -f "$tmp/work/made.txt"
 }
 
 # start_server <fixture> [key]: the model server on a free port; sets port, rec.
@@ -139,6 +141,7 @@ for api in openai anthropic; do
   grep -q '^level=2$' "$tmp/work/config.ini" || fail "$api: edit_file did not change config.ini"
   [ "$(cat "$tmp/work/twice.txt")" = "$(printf 'same\nsame')" ] || fail "$api: the ambiguous edit changed the file"
   [ ! -e "$tmp/data/new.txt" ] || fail "$api: write_file wrote into a readable folder"
+  [ "$(cat "$tmp/work/made.txt" 2>/dev/null)" = "made by the model" ] || fail "$api: write_file did not write made.txt"
   sp events "$id" --db "$db" --json
   expect_json '[.agentEvents[] | select(.kind == "tool_call") | .data.name] as $n |
     ($n | index("read_file")) != null and ($n | index("edit_file")) != null and ($n | index("run")) != null' \
@@ -182,7 +185,9 @@ for api in openai anthropic; do
   for want in 'a path with ".." is refused' '/etc/passwd: outside the working directory' \
     'link: a symlink is refused' 'new.txt: outside the run directory and the writable folders' \
     'program "sh" is not granted' 'old_string occurs more than once' 'bad arguments for read_file' \
-    '^exit 0\nname=demo\nlevel=2' 'config.ini:2: level=2' 'control.txt'; do
+    '^exit 0\nname=demo\nlevel=2' 'config.ini:2: level=2' 'control.txt' \
+    'dirlink/passwd: a symlink is refused' '^error: /: outside the working directory' \
+    'program "/bin/cat" is not granted' 'wrote 18 bytes to .*/work/made.txt'; do
     checks=$((checks + 1))
     jq -e -s --arg w "$want" "$tool_msgs | any(test(\$w))" "$rec" >/dev/null ||
       fail "$api: no tool result matches /$want/"
