@@ -137,6 +137,27 @@ typedef struct plan {
 
 /* ---- the steps before the exec ---- */
 
+/* The gateway's credential, from the secret PROVIDER_API_KEY as read:
+ * trimmed of the trailing newline a key file usually has, one line. */
+static bool keep_key(plan *p, const sp_agent_secret *s, const char *buf, size_t n,
+                     sp_agent_outcome *o)
+{
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        n--;
+    if (n == 0 || memchr(buf, '\n', n) || memchr(buf, '\r', n) || memchr(buf, '\0', n)) {
+        sp_agent_outcome_fail(o, "agent.secret-unavailable", false, false, SP_BREAKER_NONE,
+                              json_pack("{s:s}", "secret", s->name),
+                              "secret \"%s\" must hold one line (the provider key)", s->name);
+        return false;
+    }
+    if (!(p->api_key = strndup(buf, n))) {
+        sp_agent_outcome_fail(o, "runtime.out-of-memory", true, false, SP_BREAKER_NONE, NULL,
+                              "out of memory");
+        return false;
+    }
+    return true;
+}
+
 static bool read_secret(plan *p, const sp_agent_secret *s, sp_agent_outcome *o)
 {
     int fd = open(s->file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -174,6 +195,11 @@ static bool read_secret(plan *p, const sp_agent_secret *s, sp_agent_outcome *o)
     close(fd);
     sp_error err = {0};
     bool ok = len <= SP_REDACT_SECRET_MAX && sp_redactor_add(p->redactor, buf, len, &err) == 0;
+    bool key = ok && p->gateway_on && strcmp(s->name, SP_AGENT_KEY_SECRET) == 0;
+    if (key && !keep_key(p, s, buf, len, o)) {
+        explicit_bzero(buf, sizeof buf);
+        return false;
+    }
     explicit_bzero(buf, sizeof buf);
     if (!ok) {
         if (!err.code[0])
@@ -185,36 +211,6 @@ static bool read_secret(plan *p, const sp_agent_secret *s, sp_agent_outcome *o)
         sp_error_clear(&err);
     }
     return ok;
-}
-
-/* The gateway's credential: the secret PROVIDER_API_KEY, trimmed of the
- * trailing newline a key file usually has (absent: a server without keys). */
-static bool read_api_key(plan *p, sp_agent_outcome *o)
-{
-    const sp_agent_secret *s = NULL;
-    for (size_t i = 0; i < p->action.nsecrets; i++)
-        if (strcmp(p->action.secrets[i].name, SP_AGENT_KEY_SECRET) == 0)
-            s = &p->action.secrets[i];
-    if (!s)
-        return true;
-    int fd = open(s->file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    char buf[SP_REDACT_SECRET_MAX + 1];
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-        n--;
-    if (n <= 0 || memchr(buf, '\n', (size_t)n) || memchr(buf, '\r', (size_t)n) ||
-        memchr(buf, '\0', (size_t)n)) {
-        explicit_bzero(buf, sizeof buf);
-        sp_agent_outcome_fail(o, "agent.secret-unavailable", false, false, SP_BREAKER_NONE,
-                              json_pack("{s:s}", "secret", s->name),
-                              "secret \"%s\" must hold one line (the provider key)", s->name);
-        return false;
-    }
-    p->api_key = strndup(buf, (size_t)n);
-    explicit_bzero(buf, sizeof buf);
-    return p->api_key != NULL;
 }
 
 static char *self_dir(void)
@@ -855,13 +851,11 @@ static bool prepare(plan *p, sp_agent_outcome *o)
                               "out of memory");
         return false;
     }
+    p->gateway_on = p->action.api != SP_AGENT_API_NONE &&
+                    p->action.sandbox.transport == SP_AGENT_LOCAL;
     for (size_t i = 0; i < p->action.nsecrets; i++)
         if (!read_secret(p, &p->action.secrets[i], o))
             return false;
-    p->gateway_on = p->action.api != SP_AGENT_API_NONE &&
-                    p->action.sandbox.transport == SP_AGENT_LOCAL;
-    if (p->gateway_on && !read_api_key(p, o))
-        return false;
     if (p->action.sandbox.transport == SP_AGENT_LOCAL) {
         p->step_host = resolve_step_cli(p->action.step_cli[0], base_dir(p));
         if (!p->step_host) {

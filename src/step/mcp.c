@@ -74,14 +74,7 @@ static bool send_message(mcp_server *s, json_t *msg)
         return false;
     size_t len = strlen(text);
     text[len] = '\n';
-    bool ok = true;
-    for (size_t off = 0; ok && off <= len;) {
-        ssize_t w = write(s->in, text + off, len + 1 - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        ok = w > 0;
-        off += ok ? (size_t)w : 0;
-    }
+    bool ok = step_write_all(s->in, text, len + 1);
     free(text);
     return ok;
 }

@@ -69,6 +69,10 @@ int step_finish(const step_request *r, step_out *out, int status, json_t *body, 
 
 /* A whole file of at most `max` bytes (NUL-terminated), or NULL. */
 char *step_read_bounded(const char *path, size_t max, size_t *len);
+/* The same from an open descriptor (not closed). */
+char *step_read_fd_bounded(int fd, size_t max, size_t *len);
+/* All of data, retrying short writes and EINTR. */
+bool step_write_all(int fd, const char *data, size_t len);
 /* Strict JSON (the protocol's parser, src/agent/jsontape.c; any RFC 8259
  * whitespace, depth at most 64): a new value, or NULL with the broken rule
  * in `why`. */

@@ -22,20 +22,6 @@
 
 #define EDIT_FILE_MAX (1024 * 1024)
 
-static bool write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 /* `leaf` in directory `dir` replaced by data (temp file, fsync, rename). */
 static bool replace_at(int dir, const char *leaf, const char *data, size_t len, mode_t mode)
 {
@@ -44,7 +30,7 @@ static bool replace_at(int dir, const char *leaf, const char *data, size_t len, 
     int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0)
         return false;
-    bool ok = write_all(fd, data, len) && fsync(fd) == 0;
+    bool ok = step_write_all(fd, data, len) && fsync(fd) == 0;
     ok = close(fd) == 0 && ok;
     ok = ok && renameat(dir, tmp, dir, leaf) == 0;
     if (!ok)
@@ -100,23 +86,8 @@ static char *read_at(int dir, const char *leaf, size_t *len)
     int fd = openat(dir, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    char *buf = malloc(EDIT_FILE_MAX + 1);
-    size_t n = 0;
-    while (buf && n <= EDIT_FILE_MAX) {
-        ssize_t r = read(fd, buf + n, EDIT_FILE_MAX + 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
+    char *buf = step_read_fd_bounded(fd, EDIT_FILE_MAX, len);
     close(fd);
-    if (!buf || n > EDIT_FILE_MAX) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 

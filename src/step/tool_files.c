@@ -222,11 +222,13 @@ static bool search_visit(walk *w, int dir, const char *name, const char *rel, un
     if (fd < 0)
         return false;
     char *buf = malloc(SEARCH_FILE_MAX + 1);
-    ssize_t n = buf ? read(fd, buf, SEARCH_FILE_MAX) : -1;
+    size_t n = 0;
+    for (ssize_t r = 1; buf && r > 0 && n < SEARCH_FILE_MAX; n += r > 0 ? (size_t)r : 0)
+        r = read(fd, buf + n, SEARCH_FILE_MAX - n); /* the first 1 MiB of the file */
     close(fd);
-    if (n > 0) {
+    if (buf && n > 0) {
         buf[n] = '\0';
-        search_text(w, rel, buf, (size_t)n);
+        search_text(w, rel, buf, n);
     }
     free(buf);
     return false;

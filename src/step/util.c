@@ -19,11 +19,8 @@
 #include "agent/jsontape.h"
 #include "step/step.h"
 
-char *step_read_bounded(const char *path, size_t max, size_t *len)
+char *step_read_fd_bounded(int fd, size_t max, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return NULL;
     char *buf = malloc(max + 1);
     size_t n = 0;
     while (buf && n <= max) {
@@ -34,7 +31,6 @@ char *step_read_bounded(const char *path, size_t max, size_t *len)
             break;
         n += (size_t)r;
     }
-    close(fd);
     if (!buf || n > max) {
         free(buf);
         return NULL;
@@ -42,6 +38,30 @@ char *step_read_bounded(const char *path, size_t max, size_t *len)
     buf[n] = '\0';
     *len = n;
     return buf;
+}
+
+char *step_read_bounded(const char *path, size_t max, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    char *buf = step_read_fd_bounded(fd, max, len);
+    close(fd);
+    return buf;
+}
+
+bool step_write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        data += n;
+        len -= (size_t)n;
+    }
+    return true;
 }
 
 json_t *step_parse_json(const char *text, size_t len, char *why, size_t why_len)
