@@ -280,6 +280,30 @@ for c in oversize:provider.reply-too-large:agent.internal-error:3 malformed:prov
   rec_jq "length == $requests" "$name: $requests request(s)"
 done
 
+# ---- bad tool arguments past the bound; maxTurns without a final answer ----
+start_server openai-bad-args
+workflow bad-args openai
+sp run "$tmp/wf-bad-args.json" --db "$db" --key bad-args --json
+rid=$(jq -r .runId <<<"$out")
+sp status "$rid" --db "$db" --json
+expect_json '.result.error.code == "agent.internal-error" and
+  (.result.error.details.stderrTail | test("tool.bad-arguments: the model sent bad tool arguments 6 times"))' \
+  "six bad tool calls end the step (exit 1)"
+sp events "$rid" --db "$db" --json
+expect_json '[.agentEvents[] | select(.kind == "tool_result") | .data.output] |
+  length == 6 and all(test("error: ")) and any(test("not valid JSON")) and any(test("no_such_tool"))' \
+  "bad arguments: each answered as a tool error first"
+stop_server
+start_server openai-max-turns
+workflow max-turns openai '{"maxTurns": 2}'
+sp run "$tmp/wf-max-turns.json" --db "$db" --key max-turns --json
+rid=$(jq -r .runId <<<"$out")
+sp status "$rid" --db "$db" --json
+expect_json '.result.error.code == "agent.failed" and (.result.error.message | test("step.max-turns"))' \
+  "maxTurns without a final answer: success false"
+stop_server
+rec_jq 'length == 2' "maxTurns: two model turns"
+
 # ---- a stdio MCP server inside the sandbox ----
 start_server openai-mcp
 workflow mcp openai '{"mcpServers": [{"name": "kb", "command": ["'"$probe_dir"'/mcp_server"]}]}'
