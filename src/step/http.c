@@ -1,9 +1,9 @@
 /*
  * http.c - spore-step's one HTTP operation: a POST through libcurl to the
  * model gateway's Unix socket (local steps: the sandbox has no network) or
- * straight to baseUrl (the exec transport), with a time bound and a size
- * bound on the reply. No redirects, http and https only, no proxy from the
- * environment, no signals.
+ * straight to baseUrl (the exec transport, where the environment's proxy
+ * settings apply), with a time bound and a size bound on the reply. No
+ * redirects, http and https only, no signals.
  *
  * Must never follow a redirect, keep reading past max_bytes, or put the
  * key anywhere but the one header line the wire names.
@@ -76,11 +76,12 @@ void step_http_post(const step_config *c, const char *path, const char *const *h
     } else {
         sink s = {&out->body, max_bytes, false};
         curl_easy_setopt(h, CURLOPT_URL, url);
-        if (c->gateway[0])
+        if (c->gateway[0]) {
             curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->gateway);
+            curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); /* the socket is the only way out */
+        }
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-        curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
