@@ -14,7 +14,9 @@
 # ambiguous edit, bad arguments) refused; 429 then success; 500 until the
 # bound (a retryable 502, then the breaker); 401 (exit 3); 400 (exit 1 with
 # the provider's code and never its message); an oversize reply; a malformed
-# reply; a slow reply past the timeout. What the server received is asserted
+# reply; a slow reply past the timeout; six bad tool calls (exit 1);
+# maxTurns without a final answer; the new action members validated;
+# spore-step's configuration checked. What the server received is asserted
 # (path, headers, tools, schema, the conversation). The key canary: the key
 # is found nowhere inside the sandbox (files, environment, process
 # arguments: key_probe run by the `run` tool, with a positive control), and
