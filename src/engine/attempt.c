@@ -64,7 +64,8 @@ static void hold(inflight *a, const sp_activity_output *out)
         return; /* cannot happen for a validated action; the lease decides */
     }
     if (a->lost) {
-        record_late(a, handle, strlen(handle), "handle-after-lease-lost");
+        record_late(a, handle, strlen(handle),
+                    a->cancelled ? "handle-after-cancel" : "handle-after-lease-lost");
     } else {
         sp_hold_req req = {.attempt = a->claim.attempt,
                            .holder = handle,
@@ -88,14 +89,23 @@ static void report(inflight *a)
         hold(a, out);
         return;
     }
+    const sp_schema *schema =
+        out->kind == SP_OUTPUT_SUCCESS
+            ? engine_output_schema(e, a->package_digest, a->claim.node_id,
+                                   out->outcome ? out->outcome : "ok")
+            : NULL;
+    sp_activity_output checked;
+    bool invalid = engine_output_invalid(schema, out, &checked);
     size_t len;
-    char *body = engine_result_body(&a->claim, out, &len, &err);
+    char *body = engine_result_body(&a->claim, invalid ? &checked : out, &len, &err);
+    if (invalid)
+        sp_activity_output_free(&checked);
     if (!body) { /* out of memory: report nothing; the lease decides */
         sp_error_clear(&err);
         return;
     }
     if (a->lost) {
-        record_late(a, body, len, "result-after-lease-lost");
+        record_late(a, body, len, a->cancelled ? "result-after-cancel" : "result-after-lease-lost");
         free(body);
         return;
     }
@@ -272,6 +282,17 @@ void engine_attempts_reported(sp_engine *e, bool committed)
     for (inflight *a = e->inflight; a; a = a->next)
         if (a->state == ATTEMPT_REPORTING)
             a->state = committed ? ATTEMPT_DONE : ATTEMPT_SETTLED;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void engine_attempts_cancel(sp_engine *e, const char *invocation_id)
+{
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a; a = a->next)
+        if (strcmp(a->claim.attempt.invocation_id, invocation_id) == 0 && !a->lost) {
+            a->lost = a->cancelled = true;
+            sp_stop_fire(&a->stop);
+        }
     pthread_mutex_unlock(&e->mu);
 }
 
