@@ -3,7 +3,9 @@
  * §1, §2), the same over every wire: the conversation starts with the
  * query (and the context), each turn sends it with the offered tools, a
  * reply's tool calls are run and answered, and a reply without tool calls
- * is the final answer, checked against outputSchema with one repair turn.
+ * is the final answer, checked against outputSchema (src/schema, the
+ * project's subset; a schema outside it only asks for a JSON object) with
+ * one repair turn.
  *
  * Bounds and the error mapping:
  * - maxTurns model turns; past them a 200 with success false
@@ -58,6 +60,7 @@ typedef struct loop {
     long long deadline;
     json_t *messages, *tools;
     step_mcp *mcp; /* the stdio MCP servers, NULL when none */
+    sp_schema *schema; /* outputSchema compiled; NULL: none, or outside the subset */
     char *system;
     char *headers[8];
     long long in_tokens, out_tokens;
@@ -336,7 +339,7 @@ static turn_end final_answer(loop *l, const step_turn *t)
     }
     char why[300] = "";
     json_t *v = answer_json(t->text, why, sizeof why);
-    bool fits = v && step_schema_check(l->r->output_schema, v, why, sizeof why);
+    bool fits = v && (!l->schema || step_schema_check(l->schema, v, why, sizeof why));
     if (!fits && !l->repaired) {
         l->repaired = true;
         json_decref(v);
@@ -452,6 +455,11 @@ static int setup(loop *l)
     l->tools = step_tools_offered(c);
     if (!l->system || !l->messages || !l->tools)
         return step_fail(STEP_EXIT_INTERNAL, "step.out-of-memory", "out of memory");
+    char why[300];
+    if (step_schema_wanted(l->r->output_schema) &&
+        !(l->schema = step_schema_compile(l->r->output_schema, why, sizeof why)))
+        fprintf(stderr, "spore-step: the outputSchema is outside spore's schema subset (%s): the "
+                        "answer is only checked to be a JSON object\n", why);
     int rc = step_mcp_start(c, l->deadline, &l->mcp);
     step_mcp_offer(l->mcp, l->tools);
     return rc;
@@ -468,6 +476,7 @@ static void teardown(loop *l)
     json_decref(l->messages);
     json_decref(l->tools);
     step_mcp_stop(l->mcp);
+    sp_schema_free(l->schema);
 }
 
 int step_agent_run(const step_request *r, const step_config *c, const step_wire *w,

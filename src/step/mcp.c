@@ -11,7 +11,8 @@
  *
  * Bounds: 8 stdio servers, 64 tools each, a message line at most 4 MiB,
  * 10 s to start (never past the step's deadline), each call the step's
- * deadline; arguments are checked against the tool's inputSchema first;
+ * deadline; arguments are checked against the tool's inputSchema first
+ * (src/schema; a schema outside spore's subset leaves that to the server);
  * results go through the bounded tool output. A server that cannot start
  * or initialize is a precondition failure (exit 3). HTTP servers (`url`)
  * are not spoken to by spore-step (a line on stderr says so).
@@ -45,7 +46,8 @@ typedef struct mcp_tool {
     char wire[65];     /* <server>__<tool>, sanitized, at most 64 bytes */
     char display[200]; /* <server>.<tool> */
     char *name;        /* as the server calls it */
-    json_t *schema;
+    json_t *schema;    /* offered to the model as given */
+    sp_schema *check;  /* ... and compiled, NULL when outside spore's subset */
     json_t *description;
 } mcp_tool;
 
@@ -201,6 +203,10 @@ static void add_tool(mcp_server *s, const json_t *t)
     m->schema = json_is_object(schema) ? json_deep_copy(schema) : json_pack("{s:s}", "type", "object");
     const json_t *d = json_object_get(t, "description");
     m->description = json_is_string(d) ? json_incref((json_t *)d) : json_string("");
+    char why[300];
+    if (m->schema && !(m->check = step_schema_compile(m->schema, why, sizeof why)))
+        fprintf(stderr, "spore-step: MCP tool %s: its inputSchema is outside spore's schema subset "
+                        "(%s): its arguments go to the server unchecked\n", m->display, why);
     if (m->name && m->schema && m->description) {
         s->ntools++;
         return;
@@ -208,6 +214,7 @@ static void add_tool(mcp_server *s, const json_t *t)
     free(m->name);
     json_decref(m->schema);
     json_decref(m->description);
+    sp_schema_free(m->check);
     memset(m, 0, sizeof *m);
 }
 
@@ -342,7 +349,7 @@ bool step_mcp_call(step_mcp *m, const char *wire, const json_t *args, long long 
     char why[300];
     if (!t)
         return false;
-    if (!step_schema_check(t->schema, args, why, sizeof why)) {
+    if (t->check && !step_schema_check(t->check, args, why, sizeof why)) {
         step_tool_error(o, "bad arguments for %s: %s", t->display, why);
         o->bad_arguments = true;
         return true;
@@ -383,6 +390,7 @@ void step_mcp_stop(step_mcp *m)
             free(s->tools[k].name);
             json_decref(s->tools[k].schema);
             json_decref(s->tools[k].description);
+            sp_schema_free(s->tools[k].check);
         }
     }
     free(m);

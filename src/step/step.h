@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "base/buf.h"
+#include "schema/schema.h"
 
 #define STEP_EXIT_OK 0
 #define STEP_EXIT_INTERNAL 1
@@ -129,15 +130,17 @@ typedef struct step_config {
 int step_config_load(step_config *c, const char *provider);
 void step_config_free(step_config *c);
 
-/* ---- schema.c: the JSON Schema subset spore checks ---- */
+/* ---- util.c: JSON against a schema, through src/schema (the project's
+ * subset: docs/output-schemas.md) ---- */
 
-/* true when `v` matches `schema` (type, enum, const, properties, required,
- * additionalProperties, items, minItems, maxItems, minLength, maxLength,
- * minimum, maximum, anyOf, allOf; other keywords are ignored); otherwise
- * false and where and why in `why`. Bounded: depth 32. */
-bool step_schema_check(const json_t *schema, const json_t *v, char *why, size_t why_len);
+/* Compiled, or NULL when `doc` is outside the subset ("<path>: <rule>"
+ * in `why`). */
+sp_schema *step_schema_compile(const json_t *doc, char *why, size_t why_len);
+/* true when `v` matches; otherwise false and "<path>: <rule> (<sentence>)"
+ * in `why`, never a part of the value. */
+bool step_schema_check(const sp_schema *s, const json_t *v, char *why, size_t why_len);
 /* true when the schema asks for something (not {}): structured output. */
-bool step_schema_wanted(const json_t *schema);
+bool step_schema_wanted(const json_t *doc);
 
 /* ---- tools (tools.c, tool_path.c, tool_files.c, tool_edit.c, tool_run.c) ---- */
 

@@ -2,7 +2,8 @@
  * tools.c - spore-step's built-in tools (agent-providers.md §2): their
  * names, descriptions and input schemas as offered to the model, the
  * dispatch of a call (the tool enabled by the action's `tools`, the
- * arguments checked against its schema first), and the bounded output every
+ * arguments checked against its schema first, with src/schema: the schemas
+ * here stay inside the project's subset), and the bounded output every
  * tool writes through (64 KiB, then a note saying how much was cut; made
  * valid UTF-8 before it goes back to the model).
  *
@@ -170,17 +171,21 @@ void step_tool_call(const step_tool_ctx *ctx, const char *name, const json_t *ar
     step_tool_id id;
     char why[300];
     bool known = step_tool_name(name, &id) && ctx->config->tools[id];
-    json_t *schema = known ? json_loads(TOOLS[id].schema, 0, NULL) : NULL;
+    json_t *doc = known ? json_loads(TOOLS[id].schema, 0, NULL) : NULL;
+    sp_schema *schema = doc ? step_schema_compile(doc, why, sizeof why) : NULL;
+    json_decref(doc);
     if (!known) {
         step_tool_error(out, "there is no tool \"%.100s\" in this step", name);
         out->bad_arguments = true;
+    } else if (!schema) {
+        step_tool_error(out, "%s cannot check its arguments (%s)", name, why);
     } else if (!step_schema_check(schema, args, why, sizeof why)) {
         step_tool_error(out, "bad arguments for %s: %s", name, why);
         out->bad_arguments = true;
     } else {
         TOOLS[id].run(ctx, args, out);
     }
-    json_decref(schema);
+    sp_schema_free(schema);
     step_tool_seal(out);
 }
 

@@ -1,7 +1,8 @@
 /*
- * util.c - what several spore-step modules share: bounded file reads,
- * strict JSON parsing of untrusted text, compact dumps, the monotonic
- * clock, sleeping, coded error lines on stderr.
+ * util.c - what several spore-step modules share: bounded file reads and
+ * writes, strict JSON parsing of untrusted text, compact dumps, schema
+ * checks through src/schema, the monotonic clock, sleeping, coded error
+ * lines on stderr.
  *
  * Must never read more than the bound it is given, or print a value it was
  * not handed explicitly.
@@ -111,4 +112,35 @@ int step_fail(int exit_code, const char *code, const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return exit_code;
+}
+
+sp_schema *step_schema_compile(const json_t *doc, char *why, size_t why_len)
+{
+    sp_schema *s = NULL;
+    sp_schema_error e;
+    memset(&e, 0, sizeof e);
+    int rc = sp_schema_compile(doc, &s, &e);
+    if (rc == -2)
+        snprintf(why, why_len, "out of memory");
+    else if (rc)
+        snprintf(why, why_len, "%s: %s", e.path[0] ? e.path : "(the root)", e.rule);
+    return rc ? NULL : s;
+}
+
+bool step_schema_check(const sp_schema *s, const json_t *v, char *why, size_t why_len)
+{
+    sp_schema_error e;
+    memset(&e, 0, sizeof e);
+    int rc = sp_schema_check(s, v, &e);
+    if (rc == 1)
+        snprintf(why, why_len, "%s: %s (%s)", e.path[0] ? e.path : "(the value)", e.rule,
+                 e.message);
+    else if (rc)
+        snprintf(why, why_len, "out of memory");
+    return rc == 0;
+}
+
+bool step_schema_wanted(const json_t *doc)
+{
+    return json_is_object(doc) && json_object_size(doc) > 0;
 }
