@@ -24,6 +24,7 @@ DEMO_PACKAGES=(
   libssl-dev                            # SHA-256 and HMAC (D5)
   libpq-dev                             # the PostgreSQL adapter (libpq)
   libseccomp-dev                        # the WebAssembly jail's seccomp filter
+  libcurl4-openssl-dev                  # HTTP of agent steps: spore-step's providers, the model gateway
   wabt                                  # libwabt.a: the interpreter inside `spore` (runners.md)
   bubblewrap                            # the local sandbox of agent steps (bwrap)
   jq                                    # JSON in the example workflows' shell steps

@@ -16,7 +16,10 @@ static const char *const MEMBERS[] = {
     "kind",       "stepCli",    "systemPrompt", "outputSchema", "timeoutMs",
     "provider",   "sandbox",    "mcpServers",   "secrets",      "allowedTools",
     "deniedTools", "env",       "description",  "effect",       "outcomes",
-    "retry",      NULL};
+    "retry",      "model",      "baseUrl",      "maxTurns",     "maxOutputTokens",
+    "temperature", "tools",     "runPrograms",  NULL};
+static const char *const TOOLS[] = {"read_file",  "list_files", "search_files", "write_file",
+                                    "edit_file",  "run",        NULL};
 static const char *const SANDBOX_MEMBERS[] = {
     "transport", "network",        "reuse",    "readable",     "writable", "maxMessageBytes",
     "command",   "lostStreamExit", "workRoot", "hostWorkRoot", NULL};
@@ -271,6 +274,39 @@ static int parse_header(const char *id, const char *server, const json_t *h, sp_
                : 0;
 }
 
+/* A stdio server's name becomes part of its tools' names: [A-Za-z0-9_-]{1,32}. */
+static bool stdio_name_ok(const char *n)
+{
+    size_t len = strlen(n);
+    return len >= 1 && len <= 32 && strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789_-") == len;
+}
+
+/* {name, command: [argv]}: a server spore-step starts inside the sandbox. */
+static int parse_stdio_server(const char *id, const json_t *s, sp_agent_action *a, sp_error *err)
+{
+    const char *name = json_string_value(json_object_get(s, "name"));
+    const json_t *cmd = json_object_get(s, "command");
+    if (json_object_get(s, "url") || json_object_get(s, "headers"))
+        return invalid(err, id, "MCP server \"%s\": a server has either a \"url\" (HTTP) or a "
+                       "\"command\" (stdio)", name);
+    if (!stdio_name_ok(name))
+        return invalid(err, id, "MCP server \"%s\": a stdio server's name is 1 to 32 letters, "
+                       "digits, '_' or '-' (its tools are named <server>.<tool>)", name);
+    char **argv = NULL;
+    if (string_array(id, cmd, "an MCP server's command", SP_AGENT_ARGV_MAX, true, &argv, err)) {
+        strv_free(argv);
+        return -1;
+    }
+    bool absolute_ok = argv[0][0] == '/' ? path_clean(argv[0]) : !strchr(argv[0], '/');
+    strv_free(argv);
+    if (!absolute_ok)
+        return invalid(err, id, "MCP server \"%s\": command[0] is a program name or an absolute "
+                       "path without \"..\"", name);
+    json_t *server = json_pack("{s:s,s:O}", "name", name, "command", cmd);
+    return !server || json_array_append_new(a->mcp_servers, server) ? sp_oom(err) : 0;
+}
+
 static int parse_servers(const char *id, const json_t *servers, sp_agent_action *a, sp_error *err)
 {
     if (!servers)
@@ -280,14 +316,15 @@ static int parse_servers(const char *id, const json_t *servers, sp_agent_action 
                        SP_AGENT_SERVERS_MAX);
     if (!(a->mcp_servers = json_array()))
         return sp_oom(err);
-    static const char *const known[] = {"name", "url", "headers", NULL};
+    static const char *const known[] = {"name", "url", "headers", "command", NULL};
     for (size_t i = 0; i < json_array_size(servers); i++) {
         const json_t *s = json_array_get(servers, i);
         const json_t *name = json_object_get(s, "name"), *url = json_object_get(s, "url");
         const json_t *headers = json_object_get(s, "headers");
         if (!json_is_object(s) || !plain(name, 128) || json_string_length(name) == 0 ||
-            !plain(url, 4096))
-            return invalid(err, id, "mcpServers[%zu] needs a \"name\" and a \"url\"", i);
+            (!plain(url, 4096) && !json_object_get(s, "command")))
+            return invalid(err, id, "mcpServers[%zu] needs a \"name\" and a \"url\" or a "
+                           "\"command\"", i);
         const char *sname = json_string_value(name);
         if (closed(id, s, known, "an MCP server", err))
             return -1;
@@ -295,6 +332,11 @@ static int parse_servers(const char *id, const json_t *servers, sp_agent_action 
             if (strcmp(json_string_value(json_object_get(json_array_get(servers, k), "name")),
                        sname) == 0)
                 return invalid(err, id, "two MCP servers are named \"%s\"", sname);
+        if (json_object_get(s, "command")) {
+            if (parse_stdio_server(id, s, a, err))
+                return -1;
+            continue;
+        }
         if (headers && (!json_is_array(headers) || json_array_size(headers) > SP_AGENT_HEADERS_MAX))
             return invalid(err, id, "MCP server \"%s\": headers must be an array", sname);
         json_t *out_headers = json_array();
@@ -370,6 +412,117 @@ static int parse_outcomes(const char *id, const json_t *outcomes, sp_error *err)
                    "include it");
 }
 
+/* baseUrl: http(s), no credentials, query, fragment, space or control. */
+static bool url_ok(const char *u)
+{
+    const char *rest = strncmp(u, "https://", 8) == 0  ? u + 8
+                       : strncmp(u, "http://", 7) == 0 ? u + 7
+                                                       : NULL;
+    if (!rest || !*rest || *rest == '/')
+        return false;
+    size_t host = strcspn(rest, "/");
+    if (memchr(rest, '@', host))
+        return false;
+    for (const char *c = u; *c; c++)
+        if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '?' || *c == '#' || *c == '\\')
+            return false;
+    return true;
+}
+
+static bool temperature_ok(const char *t)
+{
+    size_t n = strlen(t), digits = strspn(t, "0123456789");
+    if (n == 0 || n >= 32 || digits == 0)
+        return false;
+    if (t[digits] == '.' && (strspn(t + digits + 1, "0123456789") != n - digits - 1 || n == digits + 1))
+        return false;
+    if (t[digits] && t[digits] != '.')
+        return false;
+    return strtod(t, NULL) <= 2.0;
+}
+
+static int count_member(const char *id, const json_t *v, const char *what, unsigned max,
+                        unsigned *out, sp_error *err)
+{
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
+        return invalid(err, id, "%s must be an integer 1..%u", what, max);
+    *out = (unsigned)json_integer_value(v);
+    return 0;
+}
+
+static int parse_tool_names(const char *id, const json_t *tools, sp_agent_action *a, sp_error *err)
+{
+    if (!tools)
+        return 0;
+    if (string_array(id, tools, "tools", 16, false, &a->tools, err))
+        return -1;
+    for (char **t = a->tools; *t; t++) {
+        bool known = false;
+        for (const char *const *k = TOOLS; *k && !known; k++)
+            known = strcmp(*k, *t) == 0;
+        if (!known)
+            return invalid(err, id, "tools: \"%s\" is not a built-in tool (read_file, list_files, "
+                           "search_files, write_file, edit_file, run)", *t);
+    }
+    return 0;
+}
+
+static int parse_programs(const char *id, const json_t *progs, sp_agent_action *a, sp_error *err)
+{
+    if (!progs) {
+        a->run_programs = strv_new(0);
+        return a->run_programs ? 0 : sp_oom(err);
+    }
+    if (string_array(id, progs, "runPrograms", SP_AGENT_PATHS_MAX, false, &a->run_programs, err))
+        return -1;
+    for (char **p = a->run_programs; *p; p++)
+        if (strchr(*p, '/') && ((*p)[0] != '/' || !path_clean(*p)))
+            return invalid(err, id, "runPrograms entries are program names or absolute paths "
+                           "without \"..\"");
+    return 0;
+}
+
+static int parse_provider(const char *id, const json_t *action, sp_agent_action *a, sp_error *err)
+{
+    const json_t *model = json_object_get(action, "model"), *url = json_object_get(action, "baseUrl");
+    const json_t *temp = json_object_get(action, "temperature");
+    if (model && (!plain(model, 255) || json_string_length(model) == 0))
+        return invalid(err, id, "model must be a non-empty string (at most 255 bytes)");
+    if (url && (!plain(url, 2048) || !url_ok(json_string_value(url))))
+        return invalid(err, id, "baseUrl must be an http:// or https:// URL without credentials, "
+                       "query or fragment (at most 2048 bytes)");
+    if (temp && (!plain(temp, 31) || !temperature_ok(json_string_value(temp))))
+        return invalid(err, id, "temperature must be a decimal string from 0 to 2");
+    if (temp)
+        snprintf(a->temperature, sizeof a->temperature, "%s", json_string_value(temp));
+    if (count_member(id, json_object_get(action, "maxTurns"), "maxTurns", SP_AGENT_TURNS_MAX,
+                     &a->max_turns, err) ||
+        count_member(id, json_object_get(action, "maxOutputTokens"), "maxOutputTokens", 1000000,
+                     &a->max_output_tokens, err) ||
+        parse_tool_names(id, json_object_get(action, "tools"), a, err) ||
+        parse_programs(id, json_object_get(action, "runPrograms"), a, err))
+        return -1;
+    bool openai = strcmp(a->provider, "openai") == 0, anthropic = strcmp(a->provider, "anthropic") == 0;
+    if ((model || url) && !openai && !anthropic)
+        return invalid(err, id, "model and baseUrl belong to provider \"openai\" or \"anthropic\"");
+    if (!model && !url)
+        return 0;
+    a->api = openai ? SP_AGENT_API_OPENAI : SP_AGENT_API_ANTHROPIC;
+    a->model = model ? strdup(json_string_value(model)) : NULL;
+    const char *base = url ? json_string_value(url)
+                       : openai ? "https://api.openai.com/v1"
+                                : "https://api.anthropic.com";
+    a->base_url = strdup(base);
+    if (!a->base_url || (model && !a->model))
+        return sp_oom(err);
+    size_t n = strlen(a->base_url);
+    while (n > 0 && a->base_url[n - 1] == '/')
+        a->base_url[--n] = '\0';
+    return 0;
+}
+
 static int parse_all(const char *id, const json_t *action, sp_agent_action *a, sp_error *err)
 {
     if (!json_is_object(action))
@@ -413,7 +566,8 @@ static int parse_all(const char *id, const json_t *action, sp_agent_action *a, s
                     &a->has_allowed_tools, err) ||
         parse_tools(id, json_object_get(action, "deniedTools"), "deniedTools",
                     &a->has_denied_tools, err) ||
-        parse_outcomes(id, json_object_get(action, "outcomes"), err))
+        parse_outcomes(id, json_object_get(action, "outcomes"), err) ||
+        parse_provider(id, action, a, err))
         return -1;
     return 0;
 }
@@ -447,6 +601,10 @@ void sp_agent_action_free(sp_agent_action *a)
     free(a->secrets);
     json_decref(a->mcp_servers);
     strv_free(a->env);
+    free(a->model);
+    free(a->base_url);
+    strv_free(a->tools);
+    strv_free(a->run_programs);
     memset(a, 0, sizeof *a);
 }
 

@@ -11,6 +11,17 @@
  * description, and the kernel's effect, outcomes (must include "ok" when
  * given), retry.
  *
+ * Real providers (agent-providers.md §1): model (string), baseUrl (http(s)
+ * URL without credentials, query or fragment; default
+ * https://api.openai.com/v1 for provider "openai", https://api.anthropic.com
+ * for "anthropic"), maxTurns (integer 1..200), maxOutputTokens (integer
+ * 1..1000000), temperature (a decimal string 0..2), tools (names of
+ * spore-step's built-in tools), runPrograms (what the `run` tool may start:
+ * names or absolute paths). model and baseUrl need provider "openai" or
+ * "anthropic"; with either of them given the step uses a real provider
+ * (`api`), and a local step reaches it through the model gateway (the key,
+ * the secret PROVIDER_API_KEY, stays outside the sandbox).
+ *
  * sandbox: transport ("local" default | "exec"), network ("none" default |
  * "host"), reuse ("none" default | "run"), readable and writable (paths,
  * relative to the engine's base directory or absolute, no "..", not a path
@@ -21,6 +32,11 @@
  * lostStreamExit (integer 1..255, default 255), workRoot (absolute, default
  * /tmp), hostWorkRoot (absolute: where workRoot is visible on this machine,
  * for result.json; optional).
+ *
+ * An MCP server is either HTTP, {name, url, headers} as below, or stdio,
+ * {name, command}: argv of a server spore-step starts inside the sandbox
+ * (command[0] a program name or an absolute path; the name [A-Za-z0-9_-],
+ * at most 32, since its tools are offered as <server>.<tool>).
  *
  * secrets: {"NAME": {"file": "<path>"}}; NAME is [A-Za-z0-9][A-Za-z0-9_.-]*
  * (at most 64 bytes, "mcp" reserved). mcpServers: [{name, url, headers:
@@ -52,6 +68,12 @@
 #define SP_AGENT_ENV_MAX 64
 
 typedef enum sp_agent_transport { SP_AGENT_LOCAL, SP_AGENT_EXEC } sp_agent_transport;
+
+/* The HTTP API of a real provider; NONE when the step brings its own. */
+typedef enum sp_agent_api { SP_AGENT_API_NONE, SP_AGENT_API_OPENAI, SP_AGENT_API_ANTHROPIC } sp_agent_api;
+
+#define SP_AGENT_KEY_SECRET "PROVIDER_API_KEY" /* the secret the gateway adds as the credential */
+#define SP_AGENT_TURNS_MAX 200
 
 typedef struct sp_agent_secret {
     char *name;
@@ -85,6 +107,15 @@ typedef struct sp_agent_action {
     char plain_header_server[129]; /* the first server with a plain header value, "" if none */
     bool has_allowed_tools, has_denied_tools;
     char **env; /* NAME, value, NAME, value, ..., NULL */
+    /* real providers */
+    sp_agent_api api;          /* NONE unless provider is openai/anthropic and model or baseUrl is given */
+    char *model;               /* NULL when not given */
+    char *base_url;            /* without a trailing '/'; NULL when api is NONE */
+    unsigned max_turns;        /* 0: not given (spore-step's default, 20) */
+    unsigned max_output_tokens; /* 0: not given */
+    char temperature[32];      /* "" when not given */
+    char **tools;              /* NULL when not given (the read-only tools) */
+    char **run_programs;       /* NULL-terminated, possibly empty */
 } sp_agent_action;
 
 /* Parse `action` (action.invalid naming the action and the member). */

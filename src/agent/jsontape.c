@@ -71,7 +71,8 @@ static bool skip_ws(parser *p)
 {
     while (p->pos < p->len) {
         char c = p->s[p->pos];
-        if (c == ' ' || c == '\t' || (c == '\n' && p->t->allow_lf))
+        if (c == ' ' || c == '\t' || (c == '\n' && p->t->allow_lf) ||
+            (c == '\r' && p->t->allow_cr))
             p->pos++;
         else if (c == '\r')
             return fail(p, SP_JT_RULE_CR, p->pos);

@@ -85,6 +85,7 @@ typedef struct sp_jt {
     char *decoded;
     size_t decoded_cap;
     bool allow_lf; /* LF as whitespace (value-parser mode); never in a protocol line */
+    bool allow_cr; /* CR as whitespace too (HTTP bodies: all of RFC 8259's whitespace) */
 } sp_jt;
 
 /* A zeroed sp_jt is ready; release with sp_jt_free. */

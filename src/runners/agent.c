@@ -21,6 +21,13 @@
  *   before the sandbox is acquired, and bwrap mounts the pinned descriptors
  *   (handed over at SP_PROC_PASS_FD...); a refusal is agent.grant-refused
  *   (sandbox.h has the rules).
+ * - Real providers (action.api set): spore-step's configuration travels as
+ *   $SPORE_AGENT_CONFIG (the request is closed). Locally the model gateway
+ *   (src/agent/gateway.c) is started per attempt on a socket bound into the
+ *   sandbox at SP_SANDBOX_GATEWAY, and the secret PROVIDER_API_KEY is read
+ *   here (for the gateway and the redactor) but neither mounted nor named
+ *   in the sandbox; over the exec transport the key is mounted as a secret
+ *   file as before (the gateway protects local steps only).
  * - Exec transport: the lost-stream exit code before any byte is
  *   agent.exec-unavailable (the exec never started); after a byte it is a
  *   lost stream.
@@ -44,6 +51,7 @@
 #include <unistd.h>
 
 #include "agent/action.h"
+#include "agent/gateway.h"
 #include "agent/redact.h"
 #include "agent/request.h"
 #include "agent/session.h"
@@ -122,9 +130,33 @@ typedef struct plan {
     bool result_reachable;
     sp_agent_session session;
     bool session_ready;
+    bool gateway_on;    /* local step of a real provider: the key stays outside */
+    char *gateway_host; /* the gateway's socket on the host */
+    char *api_key;      /* PROVIDER_API_KEY's value, for the gateway (NULL: none) */
 } plan;
 
 /* ---- the steps before the exec ---- */
+
+/* The gateway's credential, from the secret PROVIDER_API_KEY as read:
+ * trimmed of the trailing newline a key file usually has, one line. */
+static bool keep_key(plan *p, const sp_agent_secret *s, const char *buf, size_t n,
+                     sp_agent_outcome *o)
+{
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        n--;
+    if (n == 0 || memchr(buf, '\n', n) || memchr(buf, '\r', n) || memchr(buf, '\0', n)) {
+        sp_agent_outcome_fail(o, "agent.secret-unavailable", false, false, SP_BREAKER_NONE,
+                              json_pack("{s:s}", "secret", s->name),
+                              "secret \"%s\" must hold one line (the provider key)", s->name);
+        return false;
+    }
+    if (!(p->api_key = strndup(buf, n))) {
+        sp_agent_outcome_fail(o, "runtime.out-of-memory", true, false, SP_BREAKER_NONE, NULL,
+                              "out of memory");
+        return false;
+    }
+    return true;
+}
 
 static bool read_secret(plan *p, const sp_agent_secret *s, sp_agent_outcome *o)
 {
@@ -163,6 +195,11 @@ static bool read_secret(plan *p, const sp_agent_secret *s, sp_agent_outcome *o)
     close(fd);
     sp_error err = {0};
     bool ok = len <= SP_REDACT_SECRET_MAX && sp_redactor_add(p->redactor, buf, len, &err) == 0;
+    bool key = ok && p->gateway_on && strcmp(s->name, SP_AGENT_KEY_SECRET) == 0;
+    if (key && !keep_key(p, s, buf, len, o)) {
+        explicit_bzero(buf, sizeof buf);
+        return false;
+    }
     explicit_bzero(buf, sizeof buf);
     if (!ok) {
         if (!err.code[0])
@@ -266,6 +303,69 @@ static bool env_name(const char *n)
     return true;
 }
 
+/* The provider key never enters a sandbox the gateway serves. */
+static bool hidden_secret(const plan *p, const sp_agent_secret *s)
+{
+    return p->gateway_on && strcmp(s->name, SP_AGENT_KEY_SECRET) == 0;
+}
+
+static void add_strings(json_t *obj, const char *key, char **v)
+{
+    json_t *a = json_array();
+    for (; v && *v; v++)
+        json_array_append_new(a, json_string(*v));
+    json_object_set_new(obj, key, a);
+}
+
+/* Where the tools may reach, as paths inside: the grants' mount points. */
+static void add_grants(const plan *p, json_t *obj)
+{
+    json_t *r = json_array(), *w = json_array();
+    for (size_t i = 0; i < p->grants.n; i++)
+        json_array_append_new(p->grants.v[i].writable ? w : r, json_string(p->grants.v[i].inside));
+    for (char **e = p->action.sandbox.transport == SP_AGENT_EXEC ? p->action.sandbox.readable
+                                                                 : NULL; e && *e; e++)
+        if ((*e)[0] == '/')
+            json_array_append_new(r, json_string(*e));
+    for (char **e = p->action.sandbox.transport == SP_AGENT_EXEC ? p->action.sandbox.writable
+                                                                 : NULL; e && *e; e++)
+        if ((*e)[0] == '/')
+            json_array_append_new(w, json_string(*e));
+    json_object_set_new(obj, "readable", r);
+    json_object_set_new(obj, "writable", w);
+}
+
+/* $SPORE_AGENT_CONFIG for spore-step (step.h, config.c), or NULL when the
+ * action asks for nothing of it. */
+static char *agent_config(const plan *p)
+{
+    const sp_agent_action *a = &p->action;
+    if (a->api == SP_AGENT_API_NONE && !a->tools)
+        return NULL;
+    json_t *c = json_object();
+    if (a->api != SP_AGENT_API_NONE)
+        json_object_set_new(c, "provider", json_string(a->provider));
+    if (a->model)
+        json_object_set_new(c, "model", json_string(a->model));
+    if (p->gateway_on)
+        json_object_set_new(c, "gateway", json_string(SP_SANDBOX_GATEWAY));
+    else if (a->base_url)
+        json_object_set_new(c, "baseUrl", json_string(a->base_url));
+    if (a->max_turns)
+        json_object_set_new(c, "maxTurns", json_integer(a->max_turns));
+    if (a->max_output_tokens)
+        json_object_set_new(c, "maxOutputTokens", json_integer(a->max_output_tokens));
+    if (a->temperature[0])
+        json_object_set_new(c, "temperature", json_string(a->temperature));
+    if (a->tools)
+        add_strings(c, "tools", a->tools);
+    add_strings(c, "programs", a->run_programs);
+    add_grants(p, c);
+    char *text = sp_json_encode_alloc(c, NULL, NULL);
+    json_decref(c);
+    return text;
+}
+
 /* The environment inside the sandbox (or on the remote side). */
 static void inside_env(plan *p, const char *mcp_inside)
 {
@@ -277,9 +377,13 @@ static void inside_env(plan *p, const char *mcp_inside)
     sv_addf(e, "SPORE_STEP_ID=%s", p->req.step_id);
     sv_addf(e, "SPORE_RUN_DIR=%s", p->req.run_dir);
     for (size_t i = 0; i < p->action.nsecrets; i++)
-        if (env_name(p->action.secrets[i].name))
+        if (env_name(p->action.secrets[i].name) && !hidden_secret(p, &p->action.secrets[i]))
             sv_addf(e, "%s_FILE=" SP_SANDBOX_SECRETS "/%s", p->action.secrets[i].name,
                     p->action.secrets[i].name);
+    char *config = agent_config(p);
+    if (config)
+        sv_addf(e, "SPORE_AGENT_CONFIG=%s", config);
+    free(config);
     if (mcp_inside)
         sv_addf(e, "SPORE_MCP_SERVERS=%s", mcp_inside);
     for (char **kv = p->action.env; kv && kv[0] && kv[1]; kv += 2)
@@ -331,6 +435,54 @@ static bool resolve_grants(plan *p, sp_agent_outcome *o)
     return true;
 }
 
+static uint64_t hard_deadline(uint64_t timeout_ms);
+
+/* The model gateway's socket: made by the gateway when the exec starts,
+ * bound into the sandbox (a placeholder file holds its place until then). */
+static bool plan_gateway(plan *p, sp_agent_outcome *o)
+{
+    if (asprintf(&p->gateway_host, "%s/gateway.sock", sp_sandbox_dir(p->sandbox)) < 0) {
+        p->gateway_host = NULL;
+        sp_agent_outcome_fail(o, "runtime.out-of-memory", true, false, SP_BREAKER_NONE, NULL,
+                              "out of memory");
+        return false;
+    }
+    bind_file(p, p->gateway_host, SP_SANDBOX_GATEWAY);
+    return true;
+}
+
+static void gateway_log(void *ctx, const char *line)
+{
+    const plan *p = ctx;
+    fprintf(stderr, "spore: agent gateway %s: %s\n", p->req.step_id, line);
+}
+
+/* Start the gateway before the exec; false (and the outcome) when it cannot. */
+static bool start_gateway(plan *p, sp_agent_outcome *o, sp_gateway **g)
+{
+    *g = NULL;
+    if (!p->gateway_on)
+        return true;
+    unsigned turns = p->action.max_turns ? p->action.max_turns : 20;
+    sp_gateway_cfg cfg = {
+        .socket_path = p->gateway_host,
+        .base_url = p->action.base_url,
+        .api = p->action.api == SP_AGENT_API_ANTHROPIC ? SP_GATEWAY_ANTHROPIC : SP_GATEWAY_OPENAI,
+        .key = p->api_key,
+        .max_requests = turns * 6 + 6, /* a turn's retries, bad replies and the repair turn */
+        .timeout_ms = hard_deadline(p->action.timeout_ms),
+        .log = gateway_log,
+        .log_ctx = p,
+    };
+    sp_error err = {0};
+    if (!(*g = sp_gateway_start(&cfg, &err))) {
+        sp_agent_outcome_fail(o, err.code, false, true, SP_BREAKER_NONE, NULL, "%s", err.message);
+        sp_error_clear(&err);
+        return false;
+    }
+    return true;
+}
+
 /* The local transport: sandbox, binds, the bwrap command line. */
 static bool plan_local(plan *p, sp_agent_outcome *o)
 {
@@ -374,6 +526,8 @@ static bool plan_local(plan *p, sp_agent_outcome *o)
     for (size_t i = 0; i < p->action.nsecrets; i++) {
         const sp_agent_secret *s = &p->action.secrets[i];
         char *inside;
+        if (hidden_secret(p, s))
+            continue;
         if (asprintf(&inside, SP_SANDBOX_SECRETS "/%s", s->name) >= 0) {
             bind_file(p, s->file, inside);
             free(inside);
@@ -395,6 +549,8 @@ static bool plan_local(plan *p, sp_agent_outcome *o)
         }
         free(text);
     }
+    if (p->gateway_on && !plan_gateway(p, o))
+        return false;
     inside_env(p, mcp_inside);
     strv cmd = {0};
     sv_add(&cmd, "/bin/sh");
@@ -603,8 +759,12 @@ static void run_exec(plan *p, sp_agent_outcome *o)
         .on_started = on_started,
         .stream_ctx = p,
     };
+    sp_gateway *gateway;
+    if (!start_gateway(p, o, &gateway))
+        return;
     sp_proc_result res;
     sp_proc_run(&spec, &res);
+    sp_gateway_stop(gateway);
     sp_agent_end end;
     end_of(p, &res, &end);
     sp_proc_result_free(&res);
@@ -642,6 +802,10 @@ static void plan_free(plan *p)
     sv_free(&p->files_inside);
     sp_sandbox_grants_free(&p->grants);
     free(p->grant_fds);
+    free(p->gateway_host);
+    if (p->api_key)
+        explicit_bzero(p->api_key, strlen(p->api_key));
+    free(p->api_key);
 }
 
 static bool prepare(plan *p, sp_agent_outcome *o)
@@ -687,6 +851,8 @@ static bool prepare(plan *p, sp_agent_outcome *o)
                               "out of memory");
         return false;
     }
+    p->gateway_on = p->action.api != SP_AGENT_API_NONE &&
+                    p->action.sandbox.transport == SP_AGENT_LOCAL;
     for (size_t i = 0; i < p->action.nsecrets; i++)
         if (!read_secret(p, &p->action.secrets[i], o))
             return false;

@@ -48,6 +48,7 @@
 #define SP_SANDBOX_BIN_DIR "/spore/bin"      /* step programs bound from outside /usr */
 #define SP_SANDBOX_SECRETS "/var/secrets"    /* secret files */
 #define SP_SANDBOX_MCP_CONFIG "/spore/mcp-servers.json"
+#define SP_SANDBOX_GATEWAY "/spore/gateway.sock" /* the model gateway's socket */
 
 /* What this machine offers (for the preflight and `capabilities`). */
 typedef struct sp_sandbox_features {

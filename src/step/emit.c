@@ -17,20 +17,6 @@
 
 #include "step/step.h"
 
-static bool write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        data += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
 static bool emit(step_out *o, json_t *record)
 {
     char *text = record ? json_dumps(record, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
@@ -40,7 +26,7 @@ static bool emit(step_out *o, json_t *record)
         return false;
     size_t n = strlen(text);
     text[n] = '\n';
-    bool ok = write_all(o->fd, text, n + 1);
+    bool ok = step_write_all(o->fd, text, n + 1);
     free(text);
     return ok;
 }
@@ -82,7 +68,7 @@ bool step_emit_event(step_out *o, const char *kind, json_t *data)
 
 bool step_emit_raw(step_out *o, const char *line)
 {
-    return write_all(o->fd, line, strlen(line)) && write_all(o->fd, "\n", 1);
+    return step_write_all(o->fd, line, strlen(line)) && step_write_all(o->fd, "\n", 1);
 }
 
 bool step_emit_result(step_out *o, int status, json_t *body)
@@ -110,7 +96,7 @@ bool step_write_result_file(const char *run_dir, const char *step_id, int status
     snprintf(tmp, sizeof tmp, "%s/.result.json.%ld.tmp", run_dir, (long)getpid());
     snprintf(final, sizeof final, "%s/result.json", run_dir);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    bool ok = fd >= 0 && write_all(fd, text, strlen(text)) && write_all(fd, "\n", 1) &&
+    bool ok = fd >= 0 && step_write_all(fd, text, strlen(text)) && step_write_all(fd, "\n", 1) &&
               fsync(fd) == 0;
     free(text);
     if (fd >= 0 && close(fd) != 0)
@@ -127,4 +113,25 @@ bool step_write_result_file(const char *run_dir, const char *step_id, int status
         close(dir);
     }
     return true;
+}
+
+int step_finish(const step_request *r, step_out *out, int status, json_t *body, bool close_first)
+{
+    if (!body || !step_write_result_file(r->run_dir, r->step_id, status, body)) {
+        fprintf(stderr, "spore-step: cannot write result.json in the run directory\n");
+        json_decref(body);
+        return STEP_EXIT_INTERNAL;
+    }
+    if (close_first) {
+        close(out->fd); /* the fake provider's failure mode: stdout is gone */
+        out->fd = -1;
+    }
+    bool ok = out->fd >= 0 && step_emit_result(out, status, body);
+    json_decref(body);
+    if (!ok) {
+        fprintf(stderr, "spore-step: the result line could not be written (result.json holds "
+                        "the result)\n");
+        return STEP_EXIT_UNVERIFIED;
+    }
+    return STEP_EXIT_OK;
 }

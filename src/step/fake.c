@@ -42,31 +42,6 @@
 #define SCENARIO_MAX (4u * 1024 * 1024)
 #define SECRET_MAX (64u * 1024)
 
-static char *read_bounded(const char *path, size_t max, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    char *buf = malloc(max + 1);
-    size_t n = 0;
-    while (buf && n <= max) {
-        ssize_t r = read(fd, buf + n, max + 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    if (!buf || n > max) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 /* A secret the runner mounted: $NAME_FILE, else /var/secrets/NAME (names
  * that are not environment names, like MCP secrets). */
 static char *secret_of(const char *name)
@@ -76,11 +51,11 @@ static char *secret_of(const char *name)
     const char *file = getenv(var);
     size_t len;
     if (file)
-        return read_bounded(file, SECRET_MAX, &len);
+        return step_read_bounded(file, SECRET_MAX, &len);
     if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return NULL;
     snprintf(path, sizeof path, "/var/secrets/%s", name);
-    return read_bounded(path, SECRET_MAX, &len);
+    return step_read_bounded(path, SECRET_MAX, &len);
 }
 
 /* {{query}}, {{stepId}}, {{secret:NAME}} in one string. */
@@ -152,22 +127,6 @@ static json_t *expand(const step_request *r, const json_t *v)
     }
 }
 
-static void sleep_ms(long long ms)
-{
-    if (ms <= 0)
-        return;
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-    }
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static const char *message_of(const json_t *sc, const char *fallback)
 {
     const json_t *m = json_object_get(sc, "failureMessage");
@@ -184,32 +143,10 @@ static const char *expanded_message(const step_request *r, const json_t *sc, con
     return text;
 }
 
-/* The ending with a result: result.json first, then the result line. */
-static int finish(const step_request *r, step_out *out, int status, json_t *body, bool close_first)
-{
-    if (!step_write_result_file(r->run_dir, r->step_id, status, body)) {
-        fprintf(stderr, "spore-step: cannot write result.json in the run directory\n");
-        json_decref(body);
-        return STEP_EXIT_INTERNAL;
-    }
-    if (close_first) {
-        close(out->fd); /* the provider's failure mode: stdout is gone */
-        out->fd = -1;
-    }
-    bool ok = out->fd >= 0 && step_emit_result(out, status, body);
-    json_decref(body);
-    if (!ok) {
-        fprintf(stderr, "spore-step: the result line could not be written (result.json holds "
-                        "the result)\n");
-        return STEP_EXIT_UNVERIFIED;
-    }
-    return STEP_EXIT_OK;
-}
-
 static int timed_out(const step_request *r, step_out *out, const char *why)
 {
     json_t *body = json_pack("{s:s}", "error", why);
-    return finish(r, out, 502, body, false);
+    return step_finish(r, out, 502, body, false);
 }
 
 static int require_secrets(const json_t *sc)
@@ -247,7 +184,7 @@ int step_fake_run(const step_request *r, const char *scenario_path, step_out *ou
         return STEP_EXIT_PRECONDITION;
     }
     size_t len;
-    char *text = read_bounded(scenario_path, SCENARIO_MAX, &len);
+    char *text = step_read_bounded(scenario_path, SCENARIO_MAX, &len);
     sp_jt t = {0};
     t.allow_lf = true;
     json_t *sc = text && sp_jt_parse(&t, text, len) ? sp_jt_to_json(&t, 0) : NULL;
@@ -283,12 +220,12 @@ int step_fake_run(const step_request *r, const char *scenario_path, step_out *ou
         json_decref(l);
     }
     fflush(stderr);
-    long long deadline = now_ms() + (long long)r->timeout_ms;
+    long long deadline = step_now_ms() + (long long)r->timeout_ms;
     const json_t *events = json_object_get(sc, "events");
     for (size_t i = 0; i < json_array_size(events); i++) {
         const json_t *e = json_array_get(events, i);
-        sleep_ms(json_integer_value(json_object_get(e, "delayMs")));
-        if (now_ms() > deadline) {
+        step_sleep_ms(json_integer_value(json_object_get(e, "delayMs")));
+        if (step_now_ms() > deadline) {
             json_decref(sc);
             return timed_out(r, out, "the model did not answer before timeout_ms");
         }
@@ -298,7 +235,7 @@ int step_fake_run(const step_request *r, const char *scenario_path, step_out *ou
             return STEP_EXIT_INTERNAL;
         }
     }
-    sleep_ms(json_integer_value(json_object_get(sc, "delayMs")));
+    step_sleep_ms(json_integer_value(json_object_get(sc, "delayMs")));
     if (failure) {
         int code = -1;
         if (strcmp(failure, "timeout") == 0)
@@ -327,5 +264,5 @@ int step_fake_run(const step_request *r, const char *scenario_path, step_out *ou
                                           : json_pack("{s:b,s:s}", "success", 1, "summary", "done");
     bool close_first = failure && strcmp(failure, "stdout-closed") == 0;
     json_decref(sc);
-    return finish(r, out, 200, body, close_first);
+    return step_finish(r, out, 200, body, close_first);
 }

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "step/step.h"
 
 #ifndef SPORE_VERSION
@@ -25,11 +27,14 @@
 #endif
 
 static const char USAGE[] =
-    "usage: spore-step --provider <name> [--scenario <file>]\n"
+    "usage: spore-step [--provider <name>] [--scenario <file>]\n"
     "\n"
     "The reference step CLI of spore's agent steps: reads one JSON request on\n"
     "stdin, writes protocol records on stdout, logs on stderr (agent-step.md).\n"
-    "Providers: fake (plays --scenario; see docs/agents.md).\n"
+    "Providers: fake (plays --scenario), openai (Chat Completions: OpenAI, Ollama,\n"
+    "vLLM, llama.cpp, LM Studio, LiteLLM, OpenRouter), anthropic (Messages); the\n"
+    "provider, model and endpoint come from $SPORE_AGENT_CONFIG, which the agent\n"
+    "runner writes from the action (see docs/agents.md).\n"
     "Exit: 0 result, 1 internal error, 2 request invalid, 3 precondition failed,\n"
     "4 result only in result.json, 128+N killed by signal N.\n";
 
@@ -84,6 +89,10 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN); /* a closed stdout is an error code, not a death */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "spore-step: libcurl cannot be initialised\n");
+        return STEP_EXIT_INTERNAL;
+    }
 
     /* stdout is the protocol: keep it private, send stray prints to stderr */
     int proto = fcntl(1, F_DUPFD_CLOEXEC, 3);
@@ -95,19 +104,22 @@ int main(int argc, char **argv)
     int rc = step_read_request(&req);
     if (rc)
         return rc;
-    if (!provider) {
-        step_request_free(&req);
-        return precondition("no --provider given%s", "");
-    }
-    if ((rc = make_run_dir(req.run_dir))) {
+    step_config config;
+    if ((rc = step_config_load(&config, provider)) || (rc = make_run_dir(req.run_dir))) {
+        step_config_free(&config);
         step_request_free(&req);
         return rc;
     }
+    const step_provider *p = step_provider_find(config.provider);
     step_out out = {proto, req.step_id, 0};
-    if (strcmp(provider, "fake") == 0)
-        rc = step_fake_run(&req, scenario, &out);
+    if (!config.provider[0])
+        rc = precondition("no provider: give --provider or the action's \"provider\"%s", "");
+    else if (!p)
+        rc = precondition("provider \"%s\" is not available (fake, openai, anthropic)",
+                          config.provider);
     else
-        rc = precondition("provider \"%s\" is not available in this build (try fake)", provider);
+        rc = p->run(p, &req, &config, scenario, &out);
+    step_config_free(&config);
     step_request_free(&req);
     return rc;
 }
