@@ -1,5 +1,6 @@
 /*
- * state.c - the run snapshot `runspore.state/0.1` (kernel.md §7.4): the
+ * state.c - the run snapshot `runspore.state/0.1` (kernel.md §7.4; the
+ * checks of `spore.state/0.2` are state02.c's): the
  * version read first from the raw document, then the typed decode, then the
  * consistency checks; and the decoded state hosts keep between transitions
  * (sp_kernel_state). Must never accept a snapshot that contradicts itself
@@ -242,13 +243,18 @@ json_t *kstate_decode(const sp_workflow *wf, const char *bytes, size_t len, kfai
         return NULL;
     }
     const json_t *format = json_object_get(s, "format"), *semantics = json_object_get(s, "semantics");
+    bool v02 = wf->semantics == SP_SEM_02;
+    const char *want_format = v02 ? SP_STATE_FORMAT_02 : SP_STATE_FORMAT;
+    const char *want_semantics = v02 ? SP_SEMANTICS_VERSION_02 : SP_SEMANTICS_VERSION;
     int rc;
     if (!json_is_object(s) || !json_is_string(format) || !json_is_string(semantics))
         rc = invalid(f, "the snapshot has no format and semantics");
-    else if (!kjson_str_is(format, SP_STATE_FORMAT) || !kjson_str_is(semantics, SP_SEMANTICS_VERSION))
+    else if (!kjson_str_is(format, want_format) || !kjson_str_is(semantics, want_semantics))
         rc = kfail_set(f, "incompatible-version", "version.state-format",
                        "snapshot format %s semantics %s is not %s %s", json_string_value(format),
-                       json_string_value(semantics), SP_STATE_FORMAT, SP_SEMANTICS_VERSION);
+                       json_string_value(semantics), want_format, want_semantics);
+    else if (v02)
+        rc = kstate02_check(wf, s, f);
     else
         rc = typed_decode(s, f) ? -1 : check_consistency(wf, s, f);
     if (rc) {
