@@ -87,6 +87,15 @@ json_t *kstate_decode(const sp_workflow *wf, const char *bytes, size_t len, kfai
 /* The initial state of run.started (before entering the start node). */
 json_t *kstate_initial(const json_t *tenant, const json_t *run_id, const json_t *input);
 
+/* Typed checks of the members 0.1 and 0.2 share (state.c). */
+bool ks_is_decimal(const json_t *v);
+bool ks_node_records_ok(const json_t *nodes);
+bool ks_visits_ok(const json_t *visits);
+bool ks_position_ok(const json_t *p);
+bool ks_signals_ok(const json_t *signals);
+bool ks_error_info_exact(const json_t *e);
+bool ks_result_ok(const json_t *r);
+
 /* spore.state/0.2 (state02.c): consistency checks of a parsed document whose
  * format and semantics were read, and the initial state. */
 int kstate02_check(const sp_workflow *wf, const json_t *s, kfail *f);
@@ -152,6 +161,7 @@ typedef struct kt {
     size_t ncmds, cmds_cap;
     sp_kernel_diagnostic *diags;
     size_t ndiags, diags_cap;
+    void *work; /* 0.2: the pending hops (run02.c), NULL outside a drive */
 } kt;
 
 /* state accessors; a NULL value or a failed set marks t->oom */
