@@ -206,8 +206,10 @@ int m02_item_failed(kt *t, json_t *inv, json_t *error, bool terminal, khop *next
         return -1;
     }
     if (!sp_node_route(node, "failed", 6)) {
-        if (terminal)
+        if (terminal) { /* the operator's answer: this item is not cancelled, the others are */
+            r02_invocation_drop(t, json_string_value(json_object_get(inv, "invocationId")));
             return r02_terminate_failed(t, error);
+        }
         return r02_stuck(t, node, inv, error);
     }
     if (cancel_items(t, activation, m, index)) {

@@ -472,8 +472,10 @@ static int settle_failure(kt *t, json_t *inv, json_t *error, bool terminal, khop
                  json_pack("{s:o}", "error", error));
         return t->oom ? k_oom(t) : 0;
     }
-    if (terminal)
+    if (terminal) { /* the operator's answer: the run ends, nothing to cancel here */
+        r02_invocation_drop(t, json_string_value(json_object_get(inv, "invocationId")));
         return r02_terminate_failed(t, error);
+    }
     return r02_stuck(t, node, inv, error);
 }
 
@@ -543,8 +545,11 @@ static int on_resolved(kt *t, khop *next)
         json_object_del(inv, "error");
         return k_retry(t, node, inv, 0);
     case RES_FAIL:
-        if (stuck) /* kernel.md §4: the run ends with the kept error */
-            return r02_terminate_failed(t, json_deep_copy(json_object_get(inv, "error")));
+        if (stuck) { /* kernel.md §4: the run ends with the kept error */
+            json_t *kept = json_deep_copy(json_object_get(inv, "error"));
+            r02_invocation_drop(t, json_string_value(ev->invocation_id));
+            return r02_terminate_failed(t, kept);
+        }
         return settle_failure(t, inv, json_deep_copy(ev->error), true, next);
     }
     return k_invariant(t, "unknown resolution");
