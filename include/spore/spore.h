@@ -215,6 +215,8 @@ typedef enum spore_park {
     SPORE_PARK_QUARANTINED = 4,  /* quarantined (spore_release after a fix) */
     SPORE_PARK_ASYNC = 5,        /* waiting for an async or external step */
     SPORE_PARK_INTERRUPTED = 6,  /* spore_interrupt() came first */
+    SPORE_PARK_CANCELLED = 7,    /* terminal: cancelled (format 0.2, spore_cancel) */
+    SPORE_PARK_TIMER = 8,        /* waiting for a timer due later than the max wait (0.2) */
 } spore_park;
 
 /* "completed", "failed", "waiting", "needs-intervention", "quarantined",

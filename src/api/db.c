@@ -79,6 +79,8 @@ const char *spore_park_name(spore_park park)
     case SPORE_PARK_QUARANTINED: return "quarantined";
     case SPORE_PARK_ASYNC: return "async";
     case SPORE_PARK_INTERRUPTED: return "interrupted";
+    case SPORE_PARK_CANCELLED: return "cancelled";
+    case SPORE_PARK_TIMER: return "timer";
     }
     return "unknown";
 }

@@ -103,6 +103,8 @@ static spore_park public_park(sp_park park)
     case SP_PARK_QUARANTINED: return SPORE_PARK_QUARANTINED;
     case SP_PARK_ASYNC: return SPORE_PARK_ASYNC;
     case SP_PARK_INTERRUPTED: return SPORE_PARK_INTERRUPTED;
+    case SP_PARK_CANCELLED: return SPORE_PARK_CANCELLED;
+    case SP_PARK_TIMER: return SPORE_PARK_TIMER;
     }
     return SPORE_PARK_INTERRUPTED; /* unreachable: every engine value is mapped */
 }

@@ -6,6 +6,7 @@
  */
 #include "api/status.h"
 
+#include "engine/stateview.h"
 #include "json/decimal.h"
 #include "json/json.h"
 
@@ -24,6 +25,50 @@ static json_t *quarantine_json(const sp_run_view *v)
                      sp_decimal_json(v->quarantine_at_ms));
 }
 
+static json_t *invocation_json(const sv_invocation *i)
+{
+    json_t *o = json_pack("{s:s,s:s?,s:s,s:s,s:I,s:s}", "invocationId", i->invocation_id,
+                          "activationId", i->activation_id, "nodeId", i->node_id, "actionId",
+                          i->action_id, "attempt", (json_int_t)i->attempt, "state",
+                          sv_invocation_state_name(i->state));
+    if (o && i->error)
+        json_object_set(o, "error", (json_t *)i->error);
+    return o;
+}
+
+/* A 0.2 run's invocations (in flight or needing a person), interventions
+ * (those that need a person: unknown or stuck), timers, branches and maps.
+ * A 0.1 run's status keeps exactly its members (position, invocation). */
+static void add_state_members(json_t *out, const sp_run_view *v)
+{
+    sv_state st;
+    sp_error err = {0};
+    bool parsed = v->snapshot && sv_parse(v->snapshot, v->snapshot_len, &st, &err) == 0;
+    sp_error_clear(&err);
+    if (!parsed || !st.v02) {
+        if (parsed)
+            sv_free(&st);
+        return;
+    }
+    json_t *invocations = json_array(), *interventions = json_array(), *timers = json_array();
+    for (size_t i = 0; i < st.ninvocations; i++) {
+        json_array_append_new(invocations, invocation_json(&st.invocations[i]));
+        if (st.invocations[i].state != SV_SCHEDULED)
+            json_array_append_new(interventions, invocation_json(&st.invocations[i]));
+    }
+    for (size_t i = 0; i < st.ntimers; i++)
+        json_array_append_new(timers, json_pack("{s:s,s:s?,s:o}", "timerId", st.timers[i].timer_id,
+                                                "activationId", st.timers[i].activation_id,
+                                                "dueAtMs", sp_decimal_json(st.timers[i].due_at_ms)));
+    json_object_set_new(out, "invocations", invocations);
+    json_object_set_new(out, "interventions", interventions);
+    json_object_set_new(out, "timers", timers);
+    json_object_set_new(out, "branches",
+                        st.branches ? json_incref((json_t *)st.branches) : json_null());
+    json_object_set_new(out, "maps", st.maps ? json_incref((json_t *)st.maps) : json_null());
+    sv_free(&st);
+}
+
 json_t *sp_status_json(const sp_run_view *v)
 {
     json_t *snap = v->snapshot ? sp_json_parse(v->snapshot, v->snapshot_len, NULL) : NULL;
@@ -36,5 +81,7 @@ json_t *sp_status_json(const sp_run_view *v)
                             member_or_null(snap, "result"), "nodes", nodes ? nodes : json_object(),
                             "quarantine", quarantine_json(v), "packageDigest", v->package_digest);
     json_decref(snap);
+    if (out)
+        add_state_members(out, v);
     return out;
 }

@@ -23,6 +23,8 @@ enum {
     EXIT_INTERVENTION = 4,
     EXIT_QUARANTINED = 5,
     EXIT_ASYNC = 6,
+    EXIT_TIMER = 7,     /* waiting for a timer due beyond --max-wait (format 0.2) */
+    EXIT_CANCELLED = 8, /* the run was cancelled (format 0.2) */
     EXIT_INTERNAL = 10,
     EXIT_INTERRUPTED = 130,
 };
@@ -56,7 +58,7 @@ typedef struct cli {
     bool json;
     bool help;
     const char *db;
-    const char *lease_ms, *heartbeat_ms, *poll_ms, *grace_ms, *concurrency;
+    const char *lease_ms, *heartbeat_ms, *poll_ms, *grace_ms, *concurrency, *max_wait;
     const char *store_retry_ms; /* run: how long a failing store is retried */
     bool allow_shared_store;    /* open a store that other users can read */
     cli_store_use store_use;    /* set by the command */
@@ -131,6 +133,8 @@ int cmd_events(int argc, char **argv);
 int cmd_signal(int argc, char **argv);
 int cmd_resolve(int argc, char **argv);
 int cmd_release(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_retry(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_capabilities(int argc, char **argv);
 int cmd_agent(int argc, char **argv); /* spore agent classify (cmd_agent.c) */

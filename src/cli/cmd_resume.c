@@ -12,6 +12,7 @@
 static const char HELP[] =
     "usage: spore resume <runId> [--db <path>] [--json] [--lease-ms N] [--heartbeat-ms N]\n"
     "                    [--poll-ms N] [--grace-ms N] [--store-retry-ms N] [--concurrency N]\n"
+    "                    [--max-wait D]\n"
     "\n"
     "Works on an existing run until it is terminal or parked, exactly like\n"
     "`spore run` with the run's start key, but without the workflow file: the\n"
@@ -19,8 +20,9 @@ static const char HELP[] =
     "`spore resolve` or `spore release`, or after a crash.\n"
     "\n"
     "Exit: 0 completed, 1 failed, 3 waiting for a signal, 4 needs intervention,\n"
-    "5 quarantined, 6 waiting for an async or external step, 10 store or internal\n"
-    "error, 130 interrupted.\n";
+    "5 quarantined, 6 waiting for an async or external step, 7 waiting for a timer\n"
+    "due beyond --max-wait (default 5m), 8 cancelled, 10 store or internal error,\n"
+    "130 interrupted.\n";
 
 int cmd_resume(int argc, char **argv)
 {

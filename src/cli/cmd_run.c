@@ -24,7 +24,7 @@ static const char START_HELP[] =
 static const char RUN_HELP[] =
     "usage: spore run <workflow.json> [--input <json> | --input-file <path>] [--key <key>]\n"
     "                 [--db <path>] [--json] [--lease-ms N] [--heartbeat-ms N] [--poll-ms N]\n"
-    "                 [--grace-ms N] [--store-retry-ms N] [--concurrency N]\n"
+    "                 [--grace-ms N] [--store-retry-ms N] [--concurrency N] [--max-wait D]\n"
     "\n"
     "Starts (or, with an existing --key, resumes) a run and works on it until it is\n"
     "terminal or parked. Kill it at any moment and run it again: completed steps\n"
@@ -35,9 +35,14 @@ static const char RUN_HELP[] =
     "--store-retry-ms (default 60000), the run goes on as if nothing happened,\n"
     "else spore run gives up with the store's error (exit 10).\n"
     "\n"
+    "A run of a spore.workflow/0.2 workflow that waits for a timer (a sleep, a\n"
+    "signal's timeout) is served through timers due within --max-wait (a\n"
+    "duration: 500ms, 30s, 5m, 1h; default 5m) and parks for the later ones.\n"
+    "\n"
     "Exit: 0 completed, 1 failed, 3 waiting for a signal, 4 needs intervention,\n"
-    "5 quarantined, 6 waiting for an async or external step, 10 store or internal\n"
-    "error, 130 interrupted (SIGINT/SIGTERM after a graceful stop).\n";
+    "5 quarantined, 6 waiting for an async or external step, 7 waiting for a timer\n"
+    "due beyond --max-wait, 8 cancelled, 10 store or internal error, 130\n"
+    "interrupted (SIGINT/SIGTERM after a graceful stop).\n";
 
 typedef struct start_args {
     const char *input, *input_file, *key;

@@ -24,7 +24,7 @@ static const cli_option *find_option(const cli_option *opts, const char *name)
     return NULL;
 }
 
-enum { NGLOBALS = 12 };
+enum { NGLOBALS = 13 };
 
 /* The global options (cli.md §1), bound to the fields of `c`. */
 static void global_options(cli *c, cli_option out[NGLOBALS])
@@ -40,6 +40,7 @@ static void global_options(cli *c, cli_option out[NGLOBALS])
         {"--grace-ms", true, &c->grace_ms, NULL},
         {"--store-retry-ms", true, &c->store_retry_ms, NULL},
         {"--concurrency", true, &c->concurrency, NULL},
+        {"--max-wait", true, &c->max_wait, NULL},
         {"--allow-shared-store", false, NULL, &c->allow_shared_store},
         {NULL, false, NULL, NULL},
     };

@@ -29,6 +29,8 @@ static const char USAGE[] =
     "  signal <runId> <name>      deliver a signal\n"
     "  resolve <runId> <invId>    answer an invocation whose outcome is unknown\n"
     "  release <runId>            lift a quarantine\n"
+    "  cancel <runId>             cancel a run and stop its running steps (format 0.2)\n"
+    "  retry <runId>              try every stuck step of a run again (format 0.2)\n"
     "  step claim|renew|complete|fail|abandon|detach|probe-pid|stop-pid\n"
     "                             external and async steps (spore step --help)\n"
     "  capabilities               what this host can serve\n"
@@ -52,6 +54,7 @@ static const command COMMANDS[] = {
     {"run", cmd_run},           {"resume", cmd_resume},   {"worker", cmd_worker},   {"status", cmd_status},
     {"list", cmd_list},         {"events", cmd_events},   {"signal", cmd_signal},
     {"resolve", cmd_resolve},   {"release", cmd_release}, {"step", cmd_step},
+    {"cancel", cmd_cancel},     {"retry", cmd_retry},
     {"capabilities", cmd_capabilities},
     {"agent", cmd_agent}, /* agent steps (cmd_agent.c) */
 };

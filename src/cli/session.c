@@ -57,6 +57,28 @@ int cli_parse_ms(const char *text, const char *name, uint64_t *out, sp_error *er
     return 0;
 }
 
+/* --max-wait: a duration, milliseconds or with a unit (500ms, 30s, 5m, 1h). */
+static int parse_duration(const char *text, const char *name, uint64_t *out, sp_error *err)
+{
+    if (!text)
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    unsigned long long unit = strcmp(end, "") == 0 || strcmp(end, "ms") == 0 ? 1
+                              : strcmp(end, "s") == 0                        ? 1000
+                              : strcmp(end, "m") == 0                        ? 60000
+                              : strcmp(end, "h") == 0                        ? 3600000
+                                                                             : 0;
+    if (!*text || text[0] == '-' || end == text || !unit || v == 0 ||
+        v > 86400000ULL * 365 / unit)
+        return sp_fail(err, CLI_INVALID_VALUE,
+                       "%s takes a positive duration: milliseconds, or a number with ms, s, m or "
+                       "h (e.g. 30s, 5m)",
+                       name);
+    *out = v * unit;
+    return 0;
+}
+
 /* "3 s", "2.5 s" */
 static void seconds(uint64_t ms, char *out, size_t n)
 {
@@ -139,7 +161,8 @@ static int tuning(const cli *c, sp_engine_config *cfg, sp_error *err)
         cli_parse_ms(c->poll_ms, "--poll-ms", &cfg->poll_ms, err) ||
         cli_parse_ms(c->grace_ms, "--grace-ms", &cfg->shutdown_grace_ms, err) ||
         cli_parse_ms(c->store_retry_ms, "--store-retry-ms", &cfg->store_retry_ms, err) ||
-        parse_concurrency(c->concurrency, &cfg->max_concurrent_activities, err))
+        parse_concurrency(c->concurrency, &cfg->max_concurrent_activities, err) ||
+        parse_duration(c->max_wait, "--max-wait", &cfg->max_wait_ms, err))
         return -1;
     return 0;
 }
@@ -238,6 +261,8 @@ int session_exit_for_park(sp_park park)
     case SP_PARK_QUARANTINED: return EXIT_QUARANTINED;
     case SP_PARK_ASYNC: return EXIT_ASYNC;
     case SP_PARK_INTERRUPTED: return EXIT_INTERRUPTED;
+    case SP_PARK_TIMER: return EXIT_TIMER;
+    case SP_PARK_CANCELLED: return EXIT_CANCELLED;
     }
     return EXIT_INTERNAL;
 }

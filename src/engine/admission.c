@@ -7,8 +7,8 @@
  * could only drop later with a diagnostic: anything sent to a terminal run
  * (run.terminal), a signal name no await-signal node of the workflow waits
  * for (signal.unknown-name), an outcome none of those nodes routes
- * (signal.outcome-unrouted), a resolve of an invocation that is not the
- * run's unknown one, one already answered, or one completing with an outcome
+ * (signal.outcome-unrouted), a resolve of an invocation that is not one of
+ * the run's unknown (or, in format 0.2, stuck) ones, one already answered, or one completing with an outcome
  * its action does not declare (resolve.not-applicable). A request whose
  * receipt exists is not checked again: repeating it answers `duplicate` (or
  * a digest conflict) whatever the run's state is now.
@@ -24,28 +24,22 @@
 #include "engine/admission.h"
 #include "engine/internal.h"
 #include "engine/ledger.h"
+#include "engine/stateview.h"
 
 /* What the checks read of a run. */
 typedef struct run_facts {
     sp_run_view view;
-    json_t *snapshot;          /* NULL before the first commit */
+    sv_state state;        /* empty before the first commit */
     const sp_workflow *wf;
-    const char *status;        /* the snapshot's, else the run's ("created") */
-    const char *position_node; /* NULL when none */
-    const json_t *invocation;  /* NULL when none */
-    sp_event_list pending;     /* accepted, not yet consumed */
+    const char *status;    /* the snapshot's, else the run's ("created") */
+    sp_event_list pending; /* accepted, not yet consumed */
 } run_facts;
 
 static void facts_free(run_facts *f)
 {
-    json_decref(f->snapshot);
+    sv_free(&f->state);
     sp_event_list_free(&f->pending);
     sp_run_view_free(&f->view);
-}
-
-static const char *member_text(const json_t *obj, const char *name)
-{
-    return json_is_object(obj) ? json_string_value(json_object_get(obj, name)) : NULL;
 }
 
 static int read_snapshot(run_facts *f, sp_error *err)
@@ -53,15 +47,22 @@ static int read_snapshot(run_facts *f, sp_error *err)
     f->status = f->view.status;
     if (!f->view.snapshot)
         return 0;
-    f->snapshot = json_loadb(f->view.snapshot, f->view.snapshot_len, 0, NULL);
-    if (!f->snapshot)
-        return sp_fail(err, "store.corrupt", "the snapshot of %s is not JSON", f->view.key.run_id);
-    const char *status = member_text(f->snapshot, "status");
-    f->status = status ? status : f->view.status;
-    f->position_node = member_text(json_object_get(f->snapshot, "position"), "nodeId");
-    const json_t *inv = json_object_get(f->snapshot, "invocation");
-    f->invocation = json_is_object(inv) ? inv : NULL;
+    if (sv_parse(f->view.snapshot, f->view.snapshot_len, &f->state, err))
+        return -1;
+    f->status = f->state.status;
     return 0;
+}
+
+/* The await-signal activation a signal `name` would be taken by now: the
+ * first that waits for it (0.2), or the node a 0.1 run waits at. */
+static const sp_node *waiting_for(const run_facts *f, const char *name)
+{
+    for (size_t i = 0; i < f->state.nwaits; i++) {
+        const sp_node *n = sp_workflow_node(f->wf, f->state.waits[i].node_id);
+        if (n && n->kind == SP_NODE_AWAIT_SIGNAL && strcmp(n->signal, name) == 0)
+            return n;
+    }
+    return NULL;
 }
 
 static int load_facts(sp_engine *e, const sp_run_key *key, run_facts *f, sp_error *err)
@@ -93,7 +94,8 @@ static int receipt_exists(sp_engine *e, const sp_run_key *key, const char *reque
 
 static int refuse_terminal(const run_facts *f, const char *what, sp_error *err)
 {
-    if (strcmp(f->status, "completed") != 0 && strcmp(f->status, "failed") != 0)
+    if (strcmp(f->status, "completed") != 0 && strcmp(f->status, "failed") != 0 &&
+        strcmp(f->status, "cancelled") != 0)
         return 0;
     return sp_fail_details(err, "run.terminal", json_pack("{s:s}", "status", f->status),
                            "run %s has %s: a %s can no longer change it; nothing recorded",
@@ -185,7 +187,7 @@ static bool pending_has(const run_facts *f, const char *kind, const char *member
         if (strcmp(ev->kind, kind) != 0)
             continue;
         json_t *body = json_loadb(ev->body, ev->body_len, 0, NULL);
-        const char *text = member_text(body, member);
+        const char *text = json_string_value(json_object_get(body, member));
         bool same = text && strcmp(text, value) == 0;
         json_decref(body);
         if (same)
@@ -196,13 +198,11 @@ static bool pending_has(const run_facts *f, const char *kind, const char *member
 
 static void delivery_of(const run_facts *f, const char *name, sp_signal_answer *a)
 {
-    const sp_node *at = f->position_node ? sp_workflow_node(f->wf, f->position_node) : NULL;
-    bool waits_here = strcmp(f->status, "waiting") == 0 && at &&
-                      at->kind == SP_NODE_AWAIT_SIGNAL && strcmp(at->signal, name) == 0;
-    a->delivery = waits_here && !pending_has(f, "signal.received", "name", name)
-                      ? SP_SIGNAL_DELIVERED
-                      : SP_SIGNAL_BUFFERED;
-    snprintf(a->node_id, sizeof a->node_id, "%s", f->position_node ? f->position_node : "");
+    const sp_node *at = waiting_for(f, name);
+    a->delivery = at && !pending_has(f, "signal.received", "name", name) ? SP_SIGNAL_DELIVERED
+                                                                         : SP_SIGNAL_BUFFERED;
+    const char *node = at ? at->id : f->state.nwaits ? f->state.waits[0].node_id : NULL;
+    snprintf(a->node_id, sizeof a->node_id, "%s", node ? node : "");
     snprintf(a->status, sizeof a->status, "%s", f->status);
 }
 
@@ -221,7 +221,7 @@ static int check_signal(const run_facts *f, void *ctx, sp_error *err)
     if (q->answer->delivery != SP_SIGNAL_DELIVERED)
         return 0;
     /* taken at this node now: its routes decide, not another waiter's */
-    const sp_node *at = sp_workflow_node(f->wf, f->position_node);
+    const sp_node *at = waiting_for(f, q->name);
     if (sp_node_route(at, outcome, strlen(outcome)))
         return 0;
     return sp_fail_details(err, "signal.outcome-unrouted",
@@ -255,12 +255,17 @@ static int check_resolve(const run_facts *f, const char *invocation_id, sp_resol
                          const char *outcome, sp_error *err)
 {
     char why[320];
-    const char *current = member_text(f->invocation, "invocationId");
-    const char *state = member_text(f->invocation, "state");
-    if (!current || strcmp(current, invocation_id) != 0) {
-        if (current)
+    const sv_invocation *inv = sv_invocation_of(&f->state, invocation_id);
+    const char *current = f->state.ninvocations ? f->state.invocations[0].invocation_id : NULL;
+    if (!inv) {
+        if (current && f->state.ninvocations == 1)
             snprintf(why, sizeof why,
                      "the run's current invocation is %s, not %s (see spore status)", current,
+                     invocation_id);
+        else if (current)
+            snprintf(why, sizeof why,
+                     "invocation %s is not one of the run's invocations in flight (see spore "
+                     "status)",
                      invocation_id);
         else
             snprintf(why, sizeof why, "run %s has no invocation to resolve (see spore status)",
@@ -274,7 +279,7 @@ static int check_resolve(const run_facts *f, const char *invocation_id, sp_resol
                  invocation_id);
         return not_applicable(err, invocation_id, "already-resolved", why);
     }
-    const sp_node *node = f->position_node ? sp_workflow_node(f->wf, f->position_node) : NULL;
+    const sp_node *node = sp_workflow_node(f->wf, inv->node_id);
     if (r == SP_RESOLVE_COMPLETE && node && node->action &&
         !sp_action_declares(node->action, outcome, strlen(outcome))) {
         snprintf(why, sizeof why, "the action of step %s does not declare the outcome \"%s\"",
@@ -284,7 +289,7 @@ static int check_resolve(const run_facts *f, const char *invocation_id, sp_resol
     /* a result of it waiting to be applied may make it unknown: the kernel decides */
     if (pending_has(f, "activity.result", "invocationId", invocation_id))
         return 0;
-    if (!state || strcmp(state, "unknown") != 0) {
+    if (inv->state == SV_SCHEDULED) {
         snprintf(why, sizeof why, "invocation %s is scheduled: its outcome is not unknown",
                  invocation_id);
         return not_applicable(err, invocation_id, "invocation-not-unknown", why);

@@ -64,7 +64,8 @@ static void hold(inflight *a, const sp_activity_output *out)
         return; /* cannot happen for a validated action; the lease decides */
     }
     if (a->lost) {
-        record_late(a, handle, strlen(handle), "handle-after-lease-lost");
+        record_late(a, handle, strlen(handle),
+                    a->cancelled ? "handle-after-cancel" : "handle-after-lease-lost");
     } else {
         sp_hold_req req = {.attempt = a->claim.attempt,
                            .holder = handle,
@@ -95,7 +96,7 @@ static void report(inflight *a)
         return;
     }
     if (a->lost) {
-        record_late(a, body, len, "result-after-lease-lost");
+        record_late(a, body, len, a->cancelled ? "result-after-cancel" : "result-after-lease-lost");
         free(body);
         return;
     }
@@ -272,6 +273,17 @@ void engine_attempts_reported(sp_engine *e, bool committed)
     for (inflight *a = e->inflight; a; a = a->next)
         if (a->state == ATTEMPT_REPORTING)
             a->state = committed ? ATTEMPT_DONE : ATTEMPT_SETTLED;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void engine_attempts_cancel(sp_engine *e, const char *invocation_id)
+{
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a; a = a->next)
+        if (strcmp(a->claim.attempt.invocation_id, invocation_id) == 0 && !a->lost) {
+            a->lost = a->cancelled = true;
+            sp_stop_fire(&a->stop);
+        }
     pthread_mutex_unlock(&e->mu);
 }
 

@@ -213,9 +213,9 @@ fail:
     return -1;
 }
 
-static int append(sp_engine *e, const sp_run_key *key, const char *request_id,
-                  const char *event_id, const char *kind, const json_t *body_value,
-                  sp_disposition *disposition, sp_error *err)
+int engine_append_event(sp_engine *e, const sp_run_key *key, const char *request_id,
+                        const char *event_id, const char *kind, const json_t *body_value,
+                        sp_append_event_res *out, sp_error *err)
 {
     size_t len;
     char digest[SP_DIGEST_TEXT_LEN + 1];
@@ -223,10 +223,17 @@ static int append(sp_engine *e, const sp_run_key *key, const char *request_id,
     if (!body)
         return -1;
     sp_append_event_req req = {*key, request_id, event_id, kind, {body, len, digest}};
-    sp_append_event_res res;
-    sp_store_rc rc = ledger_append(e, &req, &res, err);
+    sp_store_rc rc = ledger_append(e, &req, out, err);
     free(body);
-    if (rc != SP_STORE_OK)
+    return rc == SP_STORE_OK ? 0 : -1;
+}
+
+static int append(sp_engine *e, const sp_run_key *key, const char *request_id,
+                  const char *event_id, const char *kind, const json_t *body_value,
+                  sp_disposition *disposition, sp_error *err)
+{
+    sp_append_event_res res;
+    if (engine_append_event(e, key, request_id, event_id, kind, body_value, &res, err))
         return -1;
     *disposition = res.disposition;
     return 0;

@@ -18,6 +18,13 @@
 
 #define KERNEL_DIGEST "native:spore-kernel@" SP_SEMANTICS_VERSION
 
+/* The package's format chooses the semantics (docs/format-0.2.md). */
+static const char *semantics_of(const sp_workflow *wf)
+{
+    const char *format = json_string_value(json_object_get(wf->doc, "format"));
+    return format && strcmp(format, "spore.workflow/0.2") == 0 ? "0.2" : SP_SEMANTICS_VERSION;
+}
+
 static int quarantine(sp_engine *e, const sp_run_key *key, uint64_t revision, const char *code,
                       const char *details, sp_tick_stats *stats, sp_error *err)
 {
@@ -50,6 +57,22 @@ static void fill_records(const sp_kernel_decision *d, sp_command_rec *cmds,
 
 typedef enum turn_result { TURN_NEXT, TURN_STOP, TURN_ERROR } turn_result;
 
+/* The decision cancels invocations (format 0.2): stop what runs of them
+ * here once the commit is durable; other workers learn it from the lease
+ * the commit took. */
+static void cancel_local(sp_engine *e, const sp_kernel_decision *d)
+{
+    for (size_t i = 0; i < d->ncommands; i++) {
+        if (strcmp(d->commands[i].kind, "activity.cancel") != 0)
+            continue;
+        json_t *p = json_loadb(d->commands[i].payload, d->commands[i].payload_len, 0, NULL);
+        const char *id = json_string_value(json_object_get(p, "invocationId"));
+        if (id)
+            engine_cancel_durable(e, id);
+        json_decref(p);
+    }
+}
+
 static turn_result commit(sp_engine *e, const sp_turn *t, const sp_kernel_decision *d,
                           sp_tick_stats *stats, sp_error *err)
 {
@@ -74,6 +97,7 @@ static turn_result commit(sp_engine *e, const sp_turn *t, const sp_kernel_decisi
     free(diags);
     if (rc == SP_STORE_OK) {
         engine_failpoint_durable(e, "host.turn.after-commit");
+        cancel_local(e, d);
         if (res.disposition == SP_APPLIED)
             stats->applied++;
         else
@@ -110,7 +134,7 @@ static turn_result one_turn(sp_engine *e, const sp_turn *t, sp_tick_stats *stats
         return rc ? TURN_ERROR : TURN_STOP;
     }
     sp_kernel_request req = {
-        .identity = {t->package_digest, KERNEL_DIGEST, SP_SEMANTICS_VERSION, SP_CODEC_VERSION},
+        .identity = {t->package_digest, KERNEL_DIGEST, semantics_of(wf), SP_CODEC_VERSION},
         .graph = wf->canonical,
         .graph_len = wf->canonical_len,
         .loaded_graph = wf,

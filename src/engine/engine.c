@@ -30,6 +30,7 @@ sp_engine_config sp_engine_defaults(void)
         .turns_per_run = 32,
         .limits = SP_KERNEL_DEFAULT_LIMITS,
         .store_retry_ms = 60000,
+        .max_wait_ms = 300000,
     };
 }
 
@@ -63,6 +64,13 @@ static uint64_t mono_ns(void)
 }
 
 uint64_t engine_mono_ms(void) { return mono_ns() / 1000000u; }
+
+uint64_t engine_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 
 bool engine_same_key(const sp_run_key *a, const sp_run_key *b)
@@ -115,6 +123,7 @@ sp_engine *sp_engine_new(sp_store *store, const sp_engine_config *config, sp_err
     if (!e->cfg.turns_per_run) e->cfg.turns_per_run = d.turns_per_run;
     if (!e->cfg.limits.microsteps) e->cfg.limits = d.limits;
     if (!e->cfg.store_retry_ms) e->cfg.store_retry_ms = d.store_retry_ms;
+    if (!e->cfg.max_wait_ms) e->cfg.max_wait_ms = d.max_wait_ms;
     atomic_init(&e->counter, 0);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->settled_cv, NULL);

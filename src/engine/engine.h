@@ -78,6 +78,10 @@ typedef struct sp_engine_config {
      * request) before the call - and run_until_parked - gives up with the
      * fault's code: 60000 (0 = the default). serve() never gives up. */
     uint64_t store_retry_ms;
+    /* run_until_parked keeps serving a run that waits for a timer due within
+     * this long, and parks it (SP_PARK_TIMER) otherwise: 300000 (5 min; 0 =
+     * the default). */
+    uint64_t max_wait_ms;
     /* Optional: told when the store keeps failing (once it has failed for
      * half a second, then every 10 s while it does) and once when it works
      * again. Called from any engine thread (attempt threads too), never twice
@@ -100,6 +104,7 @@ typedef struct sp_tick_stats {
     uint32_t expired;                                   /* sweep */
     uint32_t claimed;                                   /* dispatch */
     uint32_t settled; /* attempts that ended since the last tick */
+    uint32_t fired;   /* timers fired (format 0.2) */
     bool store_unavailable;
     bool more; /* the pass left work it could do now (a full page of ready runs) */
 } sp_tick_stats;
@@ -137,6 +142,8 @@ typedef enum sp_park {
     SP_PARK_QUARANTINED,
     SP_PARK_ASYNC,       /* waiting for an async or external step */
     SP_PARK_INTERRUPTED, /* shutdown began before the run parked */
+    SP_PARK_CANCELLED,   /* terminal: cancelled (format 0.2) */
+    SP_PARK_TIMER,       /* waiting for a timer due beyond max_wait_ms (format 0.2) */
 } sp_park;
 
 /* Optional progress callback, called between ticks. */
@@ -214,6 +221,35 @@ int sp_engine_resolve(sp_engine *e, const sp_run_key *key, const char *request_i
 
 int sp_engine_release(sp_engine *e, const sp_run_key *key, sp_disposition *disposition,
                       sp_error *err);
+
+/* ---- format 0.2: cancel and retry (docs/format-0.2.md) ---- */
+
+#define SP_CANCEL_REASON_MAX 1024
+#define SP_CANCEL_BY_MAX 128
+
+typedef struct sp_cancel_answer {
+    sp_disposition disposition; /* of the run.cancel event */
+    bool already_terminal;      /* the run had ended: the cancel changes nothing */
+    bool applied;               /* the run's kernel has taken it (status below) */
+    char status[24];            /* the run's status after the cancel */
+} sp_cancel_answer;
+
+/* Cancel a run of a 0.2 workflow: append run.cancel {reason, requestedBy}
+ * (request cancel/<requestId>, event ID cancel:<requestId>), then wait up
+ * to `wait_ms` for the worker serving the run to take it (it stops the
+ * run's running steps at once), and take it here when none did. Refused
+ * with nothing recorded: run.cancel-unsupported for a 0.1 workflow,
+ * usage.invalid-value for a reason over 1 KiB or not UTF-8. A terminal run
+ * answers already_terminal and records nothing. */
+int sp_engine_cancel(sp_engine *e, const sp_run_key *key, const char *request_id,
+                     const char *reason, const char *requested_by, uint64_t wait_ms,
+                     sp_cancel_answer *answer, sp_error *err);
+
+/* Retry every stuck invocation of a 0.2 run (resolve --retry of each,
+ * request IDs <requestId>:<invocationId>); *count says how many.
+ * run.nothing-to-retry when it has none. */
+int sp_engine_retry(sp_engine *e, const sp_run_key *key, const char *request_id, size_t *count,
+                    sp_error *err);
 
 /* ---- external and async steps (engine.md §9) ---- */
 

@@ -53,7 +53,8 @@ typedef struct inflight {
     uint32_t kept;           /* agent events kept (runner thread) */
     uint64_t last_signal_ms; /* runner thread: when it last asked for a beat */
     /* ---- the tick thread's ---- */
-    bool lost;             /* a heartbeat was answered stale */
+    bool lost;             /* a heartbeat was answered stale, or the invocation cancelled */
+    bool cancelled;        /* a committed decision cancelled the invocation */
     uint64_t last_beat_ms; /* monotonic */
 } inflight;
 
@@ -176,13 +177,23 @@ struct sp_engine {
     runstate_entry runstate[RUNSTATE_MAX];
     uint64_t runstate_clock;
     uint64_t next_sweep_ms;  /* monotonic: when sweep and held tick run next */
+    uint64_t next_timers_ms; /* monotonic: when due timers are looked for next */
     bool batch_failed;       /* a store call in the open batch failed transiently */
     sp_strlist deferred;     /* failpoints fired when the open batch commits */
+    sp_strlist cancels;      /* invocations the open batch cancels (activity.cancel) */
 };
 
 /* engine.c */
 void engine_sleep_ms(uint64_t ms);
 uint64_t engine_mono_ms(void);
+/* How often sweeps, held attempts and timers are looked at:
+ * min(poll, lease / 4). */
+uint64_t engine_sweep_every_ms(const sp_engine *e);
+/* timers.c: fire the stored timers that are due (in the pass's batch). */
+int engine_fire_timers(sp_engine *e, sp_tick_stats *stats, sp_error *err);
+/* Wall-clock milliseconds since the epoch: what timers' dueAtMs count in
+ * (the kernel's logical time is the events' accepted times). */
+uint64_t engine_wall_ms(void);
 bool engine_interrupted(const sp_engine *e);
 /* The engine is abandoning its attempts (shutdown past its grace). */
 bool engine_abandoning(sp_engine *e);
@@ -267,6 +278,11 @@ int engine_check_token(const char *what, const char *s, size_t max, sp_error *er
 
 /* A run's view; run.not-found when it does not exist. */
 int engine_get_run(sp_engine *e, const sp_run_key *key, sp_run_view *view, sp_error *err);
+/* client.c: append one event (canonical body of `body_value`) under
+ * `request_id`; *out says applied or duplicate and its sequence. */
+int engine_append_event(sp_engine *e, const sp_run_key *key, const char *request_id,
+                        const char *event_id, const char *kind, const json_t *body_value,
+                        sp_append_event_res *out, sp_error *err);
 
 /* The held item of an attempt (holder owned by the caller when found). */
 int engine_held_lookup(sp_engine *e, const sp_attempt_ref *ref, sp_held_item *out, bool *found,
@@ -292,6 +308,11 @@ void engine_attempts_report(sp_engine *e);
 void engine_attempts_reported(sp_engine *e, bool committed);
 /* Heartbeat every attempt whose beat is due (a stale answer stops it). */
 void engine_attempts_heartbeat(sp_engine *e);
+/* A committed decision cancelled this invocation (activity.cancel): stop
+ * its attempt running here, if any; what it returns is late evidence. */
+void engine_attempts_cancel(sp_engine *e, const char *invocation_id);
+/* After a commit: cancel now, or - inside a batch - when the batch commits. */
+void engine_cancel_durable(sp_engine *e, const char *invocation_id);
 /* Milliseconds until the next heartbeat is due (UINT64_MAX: none). */
 uint64_t engine_attempts_next_beat_in(sp_engine *e);
 void engine_attempts_reap(sp_engine *e, bool wait_all);

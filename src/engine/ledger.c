@@ -26,6 +26,7 @@ typedef enum request_kind {
     ID_LATE,        /* late/<attemptId>/<kind>/<nonce> */
     ID_AGENT_EVENT, /* agent-event/<attemptId>/<n> (b: decimal) */
     ID_AUDIT,       /* audit/<attemptId>/<kind>/<random> */
+    ID_TIMER,       /* timer/<timerId>: one firing per timer, whoever fires it */
 } request_kind;
 
 /* <nonce>: this engine's random nonce; <n>: its request counter (a new
@@ -50,6 +51,7 @@ static void request_id(sp_engine *e, request_kind kind, const char *a, const cha
     case ID_EXPIRE: snprintf(out, n, "expire/%s", a); return;
     case ID_LATE: snprintf(out, n, "late/%s/%s/%s", a, b, e->nonce); return;
     case ID_AGENT_EVENT: snprintf(out, n, "agent-event/%s/%s", a, b); return;
+    case ID_TIMER: snprintf(out, n, "timer/%s", a); return;
     case ID_AUDIT:
         sp_random_hex(rnd, 8);
         snprintf(out, n, "audit/%s/%s/%s", a, b, rnd);
@@ -85,6 +87,22 @@ sp_store_rc ledger_append(sp_engine *e, sp_append_event_req *req, sp_append_even
     sp_store_rc rc;
     ENGINE_RETRY(e, rc, err, sp_store_append_event(e->store, req, res, err));
     return rc;
+}
+
+sp_store_rc ledger_fire_timer(sp_engine *e, const sp_timer_item *t, sp_append_event_res *res,
+                              sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX];
+    request_id(e, ID_TIMER, t->timer_id, NULL, id);
+    sp_fire_timer_req req = {t->key, id, t->timer_id};
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_fire_timer(e->store, &req, res, err));
+    return rc;
+}
+
+sp_store_rc ledger_scan_timers(sp_engine *e, size_t limit, sp_timer_page *out, sp_error *err)
+{
+    return sp_store_scan_timers(e->store, limit, out, err);
 }
 
 void ledger_signal_id(const char *message_id, char out[SP_STORE_REQUEST_ID_MAX])

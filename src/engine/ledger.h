@@ -35,6 +35,12 @@ void ledger_signal_id(const char *message_id, char out[SP_STORE_REQUEST_ID_MAX])
  * the one a resolve was given (--id). */
 sp_store_rc ledger_append(struct sp_engine *e, sp_append_event_req *req, sp_append_event_res *res,
                           sp_error *err);
+/* Fire a due timer (format 0.2): request timer/<timerId>, so two workers
+ * that fire it at once make one firing. */
+sp_store_rc ledger_fire_timer(struct sp_engine *e, const sp_timer_item *t,
+                              sp_append_event_res *res, sp_error *err);
+sp_store_rc ledger_scan_timers(struct sp_engine *e, size_t limit, sp_timer_page *out,
+                               sp_error *err);
 /* Lift a quarantine: request release/<revision>/<quarantineAtMs>. */
 sp_store_rc ledger_release(struct sp_engine *e, const sp_run_key *key, uint64_t revision,
                            uint64_t quarantine_at_ms, sp_flag_res *res, sp_error *err);

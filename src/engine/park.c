@@ -13,28 +13,74 @@
 
 #include "engine/internal.h"
 #include "engine/ledger.h"
-#include "json/json.h"
+#include "engine/stateview.h"
 
-/* The running step waits on someone no local hook can observe: an external
+/* The invocation waits on someone no local hook can observe: an external
  * step (claimed or not), a held async step with neither a probe nor a watch
  * this worker can run, or a step this host cannot serve (capability
  * missing: another host's worker must take it). engine.md §9: exit 6. */
-static bool waits_on_actor(sp_engine *e, const sp_run_view *v)
+static bool invocation_waits_on_actor(sp_engine *e, const sp_run_view *v,
+                                      const sv_invocation *inv)
 {
-    json_t *snap = v->snapshot ? sp_json_parse(v->snapshot, v->snapshot_len, NULL) : NULL;
-    const json_t *inv = json_object_get(snap, "invocation");
-    const char *action_id = json_string_value(json_object_get(inv, "actionId"));
-    const char *inv_id = json_string_value(json_object_get(inv, "invocationId"));
     sp_error err = {0};
-    const engine_action *a = action_id ? engine_action_get(e, v->package_digest, action_id, &err)
-                                       : NULL;
+    const engine_action *a = engine_action_get(e, v->package_digest, inv->action_id, &err);
     bool waits = a && (a->unservable || a->runner->external);
     if (a && !waits && a->held && !engine_action_can(a, SP_HOOK_PROBE, NULL) &&
         !engine_action_can(a, SP_HOOK_WATCH, NULL))
-        waits = engine_held_unobservable(e, &v->key, inv_id, a);
+        waits = engine_held_unobservable(e, &v->key, inv->invocation_id, a);
     sp_error_clear(&err);
-    json_decref(snap);
     return waits;
+}
+
+/* Every authorized invocation of the run waits on such an actor. */
+static bool waits_on_actor(sp_engine *e, const sp_run_view *v, const sv_state *s)
+{
+    size_t scheduled = 0;
+    for (size_t i = 0; i < s->ninvocations; i++) {
+        if (s->invocations[i].state != SV_SCHEDULED)
+            continue;
+        scheduled++;
+        if (!invocation_waits_on_actor(e, v, &s->invocations[i]))
+            return false;
+    }
+    return scheduled > 0;
+}
+
+/* A run that waits with a live timer: keep serving it when the timer is
+ * due within max_wait_ms (run_until_parked sleeps until then), else park. */
+static bool parked_on_timer(sp_engine *e, const sv_state *s, sp_park *park)
+{
+    const sv_timer *t = sv_next_timer(s);
+    if (!t)
+        return false;
+    uint64_t now = engine_wall_ms();
+    if (t->due_at_ms > now && t->due_at_ms - now > e->cfg.max_wait_ms) {
+        *park = SP_PARK_TIMER;
+        return true;
+    }
+    return false; /* due soon: the sweep fires it */
+}
+
+static bool parked_by_status(sp_engine *e, const sp_run_view *v, const sv_state *s,
+                             sp_park *park)
+{
+    if (sv_status_is(s, "completed"))
+        *park = SP_PARK_COMPLETED;
+    else if (sv_status_is(s, "failed"))
+        *park = SP_PARK_FAILED;
+    else if (sv_status_is(s, "cancelled"))
+        *park = SP_PARK_CANCELLED;
+    else if (sv_status_is(s, "needs-intervention"))
+        *park = SP_PARK_INTERVENTION;
+    else if (sv_status_is(s, "waiting") && s->ntimers)
+        return parked_on_timer(e, s, park);
+    else if (sv_status_is(s, "waiting"))
+        *park = SP_PARK_WAITING;
+    else if (sv_status_is(s, "running") && waits_on_actor(e, v, s))
+        *park = SP_PARK_ASYNC;
+    else
+        return false;
+    return true;
 }
 
 static bool parked(sp_engine *e, const sp_run_view *v, sp_park *park)
@@ -44,21 +90,17 @@ static bool parked(sp_engine *e, const sp_run_view *v, sp_park *park)
         *park = SP_PARK_QUARANTINED;
         return true;
     }
-    if (pending)
+    if (pending || !v->snapshot)
         return false;
-    if (strcmp(v->status, "completed") == 0)
-        *park = SP_PARK_COMPLETED;
-    else if (strcmp(v->status, "failed") == 0)
-        *park = SP_PARK_FAILED;
-    else if (strcmp(v->status, "waiting") == 0)
-        *park = SP_PARK_WAITING;
-    else if (strcmp(v->status, "needs-intervention") == 0)
-        *park = SP_PARK_INTERVENTION;
-    else if (strcmp(v->status, "running") == 0 && waits_on_actor(e, v))
-        *park = SP_PARK_ASYNC;
-    else
+    sv_state s;
+    sp_error err = {0};
+    if (sv_parse(v->snapshot, v->snapshot_len, &s, &err)) {
+        sp_error_clear(&err);
         return false;
-    return true;
+    }
+    bool done = parked_by_status(e, v, &s, park);
+    sv_free(&s);
+    return done;
 }
 
 static int interrupted(sp_engine *e, const sp_run_key *key, sp_park *park, sp_error *err)

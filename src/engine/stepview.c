@@ -12,6 +12,7 @@
 
 #include "engine/internal.h"
 #include "engine/ledger.h"
+#include "engine/stateview.h"
 #include "json/decimal.h"
 #include "json/json.h"
 
@@ -59,13 +60,26 @@ static json_t *view_of(sp_engine *e, const sp_run_key *key, const sp_invocation_
     return out;
 }
 
+/* The step shown: the run's invocation (0.1), or its first in flight (0.2). */
+static const sv_invocation *shown(const sv_state *s)
+{
+    for (size_t i = 0; i < s->ninvocations; i++)
+        if (s->invocations[i].state == SV_SCHEDULED)
+            return &s->invocations[i];
+    return s->ninvocations ? &s->invocations[0] : NULL;
+}
+
 json_t *sp_engine_step_view(sp_engine *e, const sp_run_view *run)
 {
-    json_t *snap = run->snapshot ? sp_json_parse(run->snapshot, run->snapshot_len, NULL) : NULL;
-    const json_t *inv = json_object_get(snap, "invocation");
-    const char *inv_id = json_string_value(json_object_get(inv, "invocationId"));
-    const char *action_id = json_string_value(json_object_get(inv, "actionId"));
+    sv_state st;
     sp_error err = {0};
+    if (!run->snapshot || sv_parse(run->snapshot, run->snapshot_len, &st, &err)) {
+        sp_error_clear(&err);
+        return json_null();
+    }
+    const sv_invocation *inv = shown(&st);
+    const char *inv_id = inv ? inv->invocation_id : NULL;
+    const char *action_id = inv ? inv->action_id : NULL;
     const engine_action *ea = NULL;
     if (inv_id && action_id)
         engine_action_find(e, run->package_digest, action_id, &ea, &err);
@@ -78,6 +92,6 @@ json_t *sp_engine_step_view(sp_engine *e, const sp_run_view *run)
         sp_invocation_list_free(&list);
     }
     sp_error_clear(&err);
-    json_decref(snap);
+    sv_free(&st);
     return out ? out : json_null();
 }

@@ -2,9 +2,10 @@
  * tick.c - the engine's loop (engine.md §3, step-path.md): one pass runs
  * the sweep and the held attempts on their own timer, then - in ONE store
  * batch, so one durable commit for all of it - renews due leases, reports
- * every settled attempt, runs the kernel on every run with a pending event
- * and claims due invocations up to the free slots. Claims start on the pool
- * only after the batch committed; failpoints of durable steps fire then.
+ * every settled attempt, fires due timers, runs the kernel on every run
+ * with a pending event and claims due invocations up to the free slots.
+ * Claims start on the pool only after the batch committed; cancellations
+ * stop local attempts and failpoints of durable steps fire then.
  * Also tick(), serve(), waiting, and the graceful shutdown.
  *
  * Must never dispatch after shutdown began, start an attempt whose claim is
@@ -27,6 +28,14 @@
 
 /* ---- what the open batch carries out after its commit ---- */
 
+void engine_cancel_durable(sp_engine *e, const char *invocation_id)
+{
+    if (!ledger_in_batch(e))
+        engine_attempts_cancel(e, invocation_id);
+    else /* out of memory: the lease the commit took stops it at the next heartbeat */
+        (void)sp_strlist_add(&e->cancels, invocation_id);
+}
+
 void engine_failpoint_durable(sp_engine *e, const char *name)
 {
     if (!ledger_in_batch(e))
@@ -42,14 +51,21 @@ static void batch_after(sp_engine *e, bool committed, sp_error *err)
     for (size_t i = 0; committed && i < e->deferred.n; i++)
         sp_failpoint(e->deferred.items[i]);
     sp_strlist_clear(&e->deferred);
+    for (size_t i = 0; committed && i < e->cancels.n; i++)
+        engine_attempts_cancel(e, e->cancels.items[i]);
+    sp_strlist_clear(&e->cancels);
     engine_attempts_begin(e, committed, err); /* a claim the pool cannot take: its lease */
 }
 
-void engine_tick_free(sp_engine *e) { sp_strlist_clear(&e->deferred); }
+void engine_tick_free(sp_engine *e)
+{
+    sp_strlist_clear(&e->deferred);
+    sp_strlist_clear(&e->cancels);
+}
 
 /* ---- one pass ---- */
 
-static uint64_t sweep_every_ms(const sp_engine *e)
+uint64_t engine_sweep_every_ms(const sp_engine *e)
 {
     uint64_t quarter = e->cfg.lease_ms / 4;
     uint64_t every = e->cfg.poll_ms < quarter ? e->cfg.poll_ms : quarter;
@@ -64,7 +80,7 @@ static int sweep_when_due(sp_engine *e, sp_tick_stats *stats, sp_error *err)
         return 0;
     if (engine_sweep(e, stats, err) || engine_held_tick(e, stats, err))
         return -1;
-    e->next_sweep_ms = now + sweep_every_ms(e);
+    e->next_sweep_ms = now + engine_sweep_every_ms(e);
     return 0;
 }
 
@@ -79,7 +95,7 @@ static int batch_work(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only
     engine_attempts_report(e);
     if (scope == BATCH_SETTLE)
         return 0;
-    if (engine_coordinate(e, stats, only, err))
+    if (engine_fire_timers(e, stats, err) || engine_coordinate(e, stats, only, err))
         return -1;
     pthread_mutex_lock(&e->mu);
     bool shutting_down = e->shutting_down;
@@ -159,7 +175,7 @@ int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 bool sp_tick_idle(const sp_tick_stats *s)
 {
     return !s->applied && !s->duplicate && !s->diverged && !s->quarantined && !s->expired &&
-           !s->claimed && !s->settled;
+           !s->claimed && !s->settled && !s->fired;
 }
 
 bool sp_tick_again(const sp_tick_stats *s) { return s->more && !s->store_unavailable; }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
-#include "json/json.h"
+#include "engine/stateview.h"
 
 static json_t *routed_outcomes(const sp_node *n)
 {
@@ -23,13 +23,15 @@ static json_t *routed_outcomes(const sp_node *n)
 
 json_t *sp_engine_wait_view(sp_engine *e, const sp_run_view *run)
 {
-    json_t *snap = run->snapshot ? sp_json_parse(run->snapshot, run->snapshot_len, NULL) : NULL;
-    const char *status = json_string_value(json_object_get(snap, "status"));
-    const char *node_id =
-        json_string_value(json_object_get(json_object_get(snap, "position"), "nodeId"));
+    sv_state st;
+    sp_error err = {0};
+    if (!run->snapshot || sv_parse(run->snapshot, run->snapshot_len, &st, &err)) {
+        sp_error_clear(&err);
+        return json_null();
+    }
+    const char *node_id = st.nwaits ? st.waits[0].node_id : NULL;
     json_t *out = NULL;
-    if (status && strcmp(status, "waiting") == 0 && node_id) {
-        sp_error err = {0};
+    if (sv_status_is(&st, "waiting") && node_id) {
         const sp_workflow *wf = engine_workflow(e, run->package_digest, &err);
         const sp_node *n = wf ? sp_workflow_node(wf, node_id) : NULL;
         if (n && n->kind == SP_NODE_AWAIT_SIGNAL)
@@ -37,6 +39,6 @@ json_t *sp_engine_wait_view(sp_engine *e, const sp_run_view *run)
                             routed_outcomes(n));
         sp_error_clear(&err);
     }
-    json_decref(snap);
+    sv_free(&st);
     return out ? out : json_null();
 }

@@ -23,6 +23,12 @@
 
 enum { SP_SCHEMA_DEPTH_MAX = 32, SP_SCHEMA_PATH_MAX = 256 };
 
+/* Added by the implementation: the most subschemas a schema may hold once
+ * every $ref is inlined (a definition used n times counts n times), so that
+ * a check costs at most this many schema nodes per value node however the
+ * definitions share each other (rule "size"). */
+enum { SP_SCHEMA_NODES_MAX = 10000 };
+
 typedef struct sp_schema sp_schema;
 
 /* Where and why a schema or a value was refused. `path` is a JSON Pointer

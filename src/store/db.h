@@ -57,6 +57,8 @@ void sp_db_rows_free(sp_db_rows *r);
 typedef struct sp_db_dialect {
     const char *for_update;  /* appended to a SELECT that must lock its rows */
     const char *skip_locked; /* appended to work-selection SELECTs (SP_DB_SCAN) */
+    const char *unindexed;   /* before a column: keep the planner off its indexes
+                              * for that term (SQLite's unary +; "" elsewhere) */
 } sp_db_dialect;
 
 /* What a transaction is for. READ: a coherent read of one snapshot (no

@@ -236,6 +236,12 @@ sp_store_rc lg_append(lg_mut *m, const char *event_id, const char *kind, const c
                       size_t len, const char *digest, uint64_t *sequence, uint64_t *accepted,
                       sp_error *err);
 
+/* ---- format 0.2 commands of a decision (ops_timers.c) ---- */
+
+/* timer.start / timer.cancel, payload already parsed (commit_turn). */
+sp_store_rc lg_timer_start(lg_mut *m, const json_t *payload, sp_error *err);
+sp_store_rc lg_timer_cancel(lg_mut *m, const json_t *payload, sp_error *err);
+
 /* ---- typed values (values.c): canonical JSON of each result ---- */
 
 json_t *lg_u63_json(uint64_t v);

@@ -11,13 +11,17 @@
  * (incompatible/command.unknown-kind), payload decodes (conflict/
  * command.invalid), activity.schedule on an existing invocation (conflict/
  * invocation.exists), activity.retry on a missing, non-settled or
- * wrong-attempt invocation (conflict/invocation.retry-invalid); diagnostics
- * details are canonical JSON (conflict/diagnostic.invalid).
+ * wrong-attempt invocation (conflict/invocation.retry-invalid),
+ * activity.cancel of a missing invocation (conflict/
+ * invocation.cancel-invalid), timer.start of a stored timer (conflict/
+ * timer.exists; ops_timers.c); diagnostics details are canonical JSON
+ * (conflict/diagnostic.invalid).
  *
  * Writes: the transition record (diagnostics as a canonical JSON array
  * [{code, details, nodeId}, ...]), the run (revision+1, applied sequence,
- * snapshot, status), the event's consuming revision, each command, and the
- * invocations the commands authorize.
+ * snapshot, status), the event's consuming revision, each command, the
+ * invocations the commands authorize or cancel, and the timers they start
+ * or cancel.
  *
  * What it must never do: write part of a decision, or let a command ID name
  * different arguments (I3).
@@ -189,22 +193,82 @@ static sp_store_rc apply_retry(lg_mut *m, const command_args *a, sp_error *err)
                  DB_TEXT(m->key->run_id), DB_TEXT(a->invocation_id));
 }
 
+static sp_store_rc decode_and_apply(lg_mut *m, const json_t *payload, bool schedule,
+                                    sp_error *err)
+{
+    command_args a = {0};
+    if (!decode_args(payload, schedule, &a))
+        return lg_fail(err, SP_STORE_CONFLICT, "command.invalid", "invalid activity.%s payload",
+                       schedule ? "schedule" : "retry");
+    return schedule ? apply_schedule(m, &a, err) : apply_retry(m, &a, err);
+}
+
+static sp_store_rc schedule_command(lg_mut *m, const json_t *payload, sp_error *err)
+{
+    return decode_and_apply(m, payload, true, err);
+}
+
+static sp_store_rc retry_command(lg_mut *m, const json_t *payload, sp_error *err)
+{
+    return decode_and_apply(m, payload, false, err);
+}
+
+/* activity.cancel {invocationId} (format 0.2): the invocation is settled, so
+ * no attempt of it is claimed again, and a running attempt loses its lease
+ * now: its owner learns it at its next heartbeat and stops it, and its
+ * result, should one come, is late evidence. Cancelling a settled
+ * invocation changes nothing. */
+static sp_store_rc cancel_command(lg_mut *m, const json_t *payload, sp_error *err)
+{
+    const char *invocation_id = str_member(payload, "invocationId", SP_ID_LEN);
+    if (!json_is_object(payload) || json_object_size(payload) != 1 || !invocation_id)
+        return lg_fail(err, SP_STORE_CONFLICT, "command.invalid", "invalid activity.cancel payload");
+    sp_db_rows rows;
+    sp_store_rc rc = invocation_row(m, invocation_id, &rows, err);
+    if (rc == SP_STORE_OK && rows.nrows == 0)
+        rc = lg_fail(err, SP_STORE_CONFLICT, "invocation.cancel-invalid",
+                     "invocation %s does not exist", invocation_id);
+    sp_db_rows_free(&rows);
+    if (rc == SP_STORE_OK)
+        rc = LG_Q(m->s, NULL, err,
+                  "UPDATE invocations SET status = 'settled'"
+                  " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
+                  DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(invocation_id));
+    if (rc == SP_STORE_OK)
+        rc = LG_Q(m->s, NULL, err,
+                  "UPDATE attempts SET lease_until_ms = ? WHERE tenant = ? AND run_id = ?"
+                  " AND invocation_id = ? AND status = 'running' AND lease_until_ms > ?",
+                  DB_INT(m->now), DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id),
+                  DB_TEXT(invocation_id), DB_INT(m->now));
+    return rc;
+}
+
+/* Every command kind a decision may carry, with what committing it writes. */
+static const struct command_kind {
+    const char *kind;
+    sp_store_rc (*apply)(lg_mut *m, const json_t *payload, sp_error *err);
+} COMMAND_KINDS[] = {
+    {"activity.schedule", schedule_command}, {"activity.retry", retry_command},
+    {"activity.cancel", cancel_command},     {"timer.start", lg_timer_start},
+    {"timer.cancel", lg_timer_cancel},
+};
+
 static sp_store_rc apply_command(lg_mut *m, const sp_command_rec *c, sp_error *err)
 {
-    bool schedule = strcmp(c->kind, "activity.schedule") == 0;
-    if (!schedule && strcmp(c->kind, "activity.retry") != 0)
+    const struct command_kind *k = NULL;
+    for (size_t i = 0; i < sizeof COMMAND_KINDS / sizeof COMMAND_KINDS[0] && !k; i++)
+        if (strcmp(c->kind, COMMAND_KINDS[i].kind) == 0)
+            k = &COMMAND_KINDS[i];
+    if (!k)
         return lg_fail(err, SP_STORE_INCOMPATIBLE, "command.unknown-kind",
                        "unknown command kind %s", c->kind);
     sp_error perr = {0};
     json_t *payload = sp_json_parse_canonical(c->payload, c->payload_len, &perr);
     sp_error_clear(&perr);
-    command_args a = {0};
-    sp_store_rc rc = SP_STORE_OK;
-    if (!decode_args(payload, schedule, &a))
-        rc = lg_fail(err, SP_STORE_CONFLICT, "command.invalid",
-                     "command %s has an invalid %s payload", c->command_id, c->kind);
-    else
-        rc = schedule ? apply_schedule(m, &a, err) : apply_retry(m, &a, err);
+    sp_store_rc rc = payload ? k->apply(m, payload, err)
+                             : lg_fail(err, SP_STORE_CONFLICT, "command.invalid",
+                                       "command %s has a payload that is not canonical JSON",
+                                       c->command_id);
     json_decref(payload);
     return rc;
 }

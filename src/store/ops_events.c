@@ -8,7 +8,8 @@
  * steps back, body <= 64 KiB (quota/event.too-large).
  *
  * append_event predicates, in order: run exists (not-found/run.not-found);
- * kind not run.started / activity.result (conflict/event.reserved-kind);
+ * kind not run.started / activity.result / timer.fired (conflict/
+ * event.reserved-kind: the store appends those itself);
  * body <= 64 KiB; evidence digest and canonical body (conflict/evidence.*);
  * same event ID with the same kind and digest -> the original {sequence,
  * acceptedAtMs} as `duplicate` without a receipt; same ID otherwise ->
@@ -73,7 +74,8 @@ static sp_store_rc existing_event(lg_mut *m, const sp_append_event_req *req, sp_
 
 static bool reserved_kind(const char *kind)
 {
-    return strcmp(kind, "run.started") == 0 || strcmp(kind, "activity.result") == 0;
+    return strcmp(kind, "run.started") == 0 || strcmp(kind, "activity.result") == 0 ||
+           strcmp(kind, "timer.fired") == 0;
 }
 
 static sp_store_rc append_apply(lg_mut *m, const void *r, sp_error *err)

@@ -325,7 +325,10 @@ sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_
 
 /* ---- scan_outbox: the outbox phase alone, for dispatch ---- */
 
-#define OUTBOX_RUN " AND i.tenant = ? AND i.run_id = ?"
+/* dialect.unindexed keeps SQLite's planner on the due index (the run's few
+ * pending rows among the due ones) instead of the primary key, which would
+ * walk every invocation the run ever had and sort them. */
+#define OUTBOX_RUN " AND %si.tenant = ? AND %si.run_id = ?"
 #define OUTBOX_AFTER " AND (i.not_before_ms, i.invocation_id, i.tenant, i.run_id) > (?, ?, ?, ?)"
 
 static sp_store_rc outbox_query(sp_store *s, const sp_run_key *only, const due_cursor *after,
@@ -340,9 +343,13 @@ static sp_store_rc outbox_query(sp_store *s, const sp_run_key *only, const due_c
     }
     n = after_params(params, n, after);
     params[n++] = DB_INT(limit);
+    const char *plus = s->driver->dialect.unindexed;
+    char run[128] = "";
+    if (only)
+        snprintf(run, sizeof run, OUTBOX_RUN, plus, plus);
     char sql[1024];
-    snprintf(sql, sizeof sql, "%s%s%s%s", OUTBOX_SELECT, only ? OUTBOX_RUN : "",
-             after ? OUTBOX_AFTER : "", OUTBOX_ORDER);
+    snprintf(sql, sizeof sql, "%s%s%s%s", OUTBOX_SELECT, run, after ? OUTBOX_AFTER : "",
+             OUTBOX_ORDER);
     return lg_scan(s, sql, params, n, rows, err);
 }
 

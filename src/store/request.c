@@ -23,6 +23,7 @@
  * | record_late_evidence | REF + [kind, evidenceDigest]                                        |
  * | quarantine_run       | [tenant, runId, expectedRevision, code, details|null]               |
  * | release_run          | [tenant, runId]                                                     |
+ * | fire_timer           | [tenant, runId, timerId]                                            |
  *
  * REF = tenant, runId, invocationId, attemptId, owner, fence. payloadDigest
  * and detailsDigest are digest::body of the bytes; holder and details are

@@ -559,6 +559,42 @@ sp_store_rc sp_store_list_invocations(sp_store *s, const sp_run_key *key,
                                       sp_invocation_list *out, sp_error *err);
 void sp_store_capabilities_get(sp_store *s, sp_store_capabilities *out);
 
+/* ---- durable timers (format 0.2, docs/format-0.2.md) ---- */
+
+typedef struct sp_timer_item {
+    sp_run_key key;
+    char timer_id[SP_ID_LEN + 1]; /* "tmr_" + 32 hex */
+    uint64_t due_at_ms;
+} sp_timer_item;
+
+typedef struct sp_timer_page {
+    sp_timer_item *items;
+    size_t n;
+} sp_timer_page;
+
+void sp_timer_page_free(sp_timer_page *p);
+
+/* Stored timers due by the store's clock in runs not quarantined, earliest
+ * first, at most `limit` (what a sweep fires). */
+sp_store_rc sp_store_scan_timers(sp_store *s, size_t limit, sp_timer_page *out, sp_error *err);
+
+/* The earliest due time of the run's stored timers; 0 when it has none. */
+sp_store_rc sp_store_next_timer(sp_store *s, const sp_run_key *key, uint64_t *due_at_ms,
+                                sp_error *err);
+
+typedef struct sp_fire_timer_req {
+    sp_run_key key;
+    const char *request_id;
+    const char *timer_id;
+} sp_fire_timer_req;
+
+/* Fire a stored, due timer: append `timer.fired` {timerId} (event ID
+ * tmr:<timerId>) and delete the timer, atomically. stale/timer.not-found
+ * when it is not stored (fired or cancelled), stale/timer.not-due before
+ * its due time. */
+sp_store_rc sp_store_fire_timer(sp_store *s, const sp_fire_timer_req *req,
+                                sp_append_event_res *res, sp_error *err);
+
 /* Content-addressed blobs (sealed runner modules and assets, runners.md §2):
  * digest = "sha256:" + hex SHA-256 of the raw bytes; put is idempotent. */
 sp_store_rc sp_store_put_blob(sp_store *s, const char *digest, const void *bytes, size_t len,

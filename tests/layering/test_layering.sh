@@ -44,6 +44,9 @@ forbidden() {
 
 # what each layer may use
 allowed kernel json/json.h
+allowed kernel schema/schema.h
+allowed engine schema/schema.h
+allowed schema json/json.h
 allowed store digest/digest.h
 allowed runners agent/session.h
 allowed runners wasm/jail.h
@@ -55,6 +58,9 @@ allowed api engine/engine.h
 # the floor sees nothing above it
 forbidden base json/json.h
 forbidden json kernel/kernel.h
+forbidden json schema/schema.h
+forbidden schema kernel/kernel.h
+forbidden schema engine/engine.h
 # the kernel and the store: only the floor
 forbidden kernel engine/engine.h
 forbidden kernel store/store.h

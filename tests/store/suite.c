@@ -565,6 +565,7 @@ const store_test STORE_SUITE[] = {
     {"X04 request validation and missing subjects", store_x04_request_validation},
     {"X05 held attempts: relative bounds, scan_held, takeover scope", store_x05_held_attempts},
     {"B01 batches: one commit, savepoints, abort, lazy write lock", store_b01_batches},
+    {"T01 format 0.2 commands: timers, fire_timer, activity.cancel", store_t01_timers_and_cancel},
     {NULL, NULL},
 };
 

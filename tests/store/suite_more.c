@@ -203,8 +203,10 @@ static void s08_first_commit(store_env *e, const fx_decision *d)
                 SP_STORE_CONFLICT, "invocation.retry-invalid");
     s08_refused(e, d, command("cmd_s08_b", "activity.retry", retry), SP_STORE_CONFLICT,
                 "invocation.retry-invalid"); /* pending, not settled */
-    s08_refused(e, d, command("cmd_s08_c", "activity.cancel", "{}"), SP_STORE_INCOMPATIBLE,
+    s08_refused(e, d, command("cmd_s08_c", "activity.frobnicate", "{}"), SP_STORE_INCOMPATIBLE,
                 "command.unknown-kind");
+    s08_refused(e, d, command("cmd_s08_c2", "activity.cancel", "{}"), SP_STORE_CONFLICT,
+                "command.invalid"); /* a 0.2 kind, with a bad payload */
     s08_refused(e, d, command("cmd_s08_d", "activity.schedule", d->commands[0].payload),
                 SP_STORE_CONFLICT, "invocation.exists");
     s08_refused(e, d, command(d->commands[0].command_id, "activity.schedule", "{}"),

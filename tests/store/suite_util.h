@@ -67,5 +67,6 @@ void store_x03_blobs_secret_packages(store_env *e);
 void store_x04_request_validation(store_env *e);
 void store_x05_held_attempts(store_env *e);
 void store_b01_batches(store_env *e);
+void store_t01_timers_and_cancel(store_env *e);
 
 #endif

@@ -559,7 +559,8 @@ static void pg_close(void *conn)
 
 static const sp_db_driver PG_DRIVER = {
     .name = "postgres",
-    .dialect = {.for_update = " FOR UPDATE", .skip_locked = " FOR UPDATE SKIP LOCKED"},
+    .dialect = {.for_update = " FOR UPDATE", .skip_locked = " FOR UPDATE SKIP LOCKED",
+                .unindexed = ""},
     .begin = pg_begin,
     .commit = pg_commit,
     .rollback = pg_rollback,

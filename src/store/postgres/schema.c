@@ -27,12 +27,24 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store/postgres/postgres.h"
 
 _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
 
 #define ID "TEXT COLLATE \"C\""
+
+/* Durable timers of format 0.2 (docs/format-0.2.md): added to schema
+ * version 1 without a version change; a store an older spore created gets
+ * them from the first writer that opens it (add_missing). */
+#define TIMERS_DDL                                                                                 \
+    "CREATE TABLE IF NOT EXISTS timers ("                                                          \
+    " tenant " ID " NOT NULL, run_id " ID " NOT NULL, timer_id " ID " NOT NULL,"                   \
+    " activation_id " ID " NOT NULL, due_at_ms BIGINT NOT NULL,"                                   \
+    " CONSTRAINT timers_pkey PRIMARY KEY (tenant, run_id, timer_id),"                              \
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"                             \
+    "CREATE INDEX IF NOT EXISTS timers_due ON timers (due_at_ms, timer_id, tenant, run_id);"
 
 static const char DDL[] =
     "CREATE TABLE meta (key " ID " PRIMARY KEY, value TEXT NOT NULL);"
@@ -112,6 +124,7 @@ static const char DDL[] =
     " audit_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tenant " ID " NOT NULL,"
     " run_id " ID " NOT NULL, attempt_id " ID " NOT NULL, kind " ID " NOT NULL, reason " ID ","
     " evidence_digest " ID " NOT NULL, evidence TEXT NOT NULL, at_ms BIGINT NOT NULL);"
+    TIMERS_DDL
     "CREATE TABLE schema_version (version BIGINT NOT NULL);"
     "INSERT INTO schema_version (version) VALUES (1);";
 
@@ -191,12 +204,42 @@ static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
     return exec(c, DDL, "creating the schema", err);
 }
 
+#define LOCK_SCHEMA                                                                                \
+    "BEGIN ISOLATION LEVEL READ COMMITTED;"                                                        \
+    " SELECT pg_advisory_xact_lock(1936748402, hashtext(current_schema()))"
+
+/* What later spores added to schema version 1 (the timers table), created
+ * under the schema lock when missing. */
+static sp_store_rc add_missing(pg_conn *c, sp_error *err)
+{
+    PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL");
+    sp_store_rc rc = SP_STORE_OK;
+    bool present = false;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        rc = sp_pg_fail(c, res, "reading the schema", err);
+    else
+        present = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    if (rc || present)
+        return rc;
+    rc = exec(c, LOCK_SCHEMA, "locking the schema", err);
+    if (rc == SP_STORE_OK)
+        rc = exec(c, TIMERS_DDL, "adding the timers table", err);
+    if (rc) {
+        PQclear(PQexec(c->db, "ROLLBACK"));
+        return rc;
+    }
+    return exec(c, "COMMIT", "adding the timers table", err);
+}
+
 sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, sp_error *err)
 {
     schema_state st;
     sp_store_rc rc = read_state(c, &st, err);
-    if (rc == SP_STORE_OK && st.versioned)
-        return read_version(c, err);
+    if (rc == SP_STORE_OK && st.versioned) {
+        rc = read_version(c, err);
+        return rc == SP_STORE_OK && create ? add_missing(c, err) : rc;
+    }
     if (rc)
         return rc;
     if (!create)
@@ -205,10 +248,7 @@ sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, sp_error *err)
                SP_STORE_UNAVAILABLE;
     /* The lock is per schema (classid 'spor' + a hash of the schema name),
      * held until the transaction ends. */
-    rc = exec(c,
-              "BEGIN ISOLATION LEVEL READ COMMITTED;"
-              " SELECT pg_advisory_xact_lock(1936748402, hashtext(current_schema()))",
-              "locking the schema", err);
+    rc = exec(c, LOCK_SCHEMA, "locking the schema", err);
     if (rc)
         return rc;
     rc = initialize_locked(c, err);

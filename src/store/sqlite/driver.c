@@ -303,7 +303,7 @@ static void sq_close(void *conn)
 
 static const sp_db_driver SQLITE_DRIVER = {
     .name = "sqlite",
-    .dialect = {.for_update = "", .skip_locked = ""},
+    .dialect = {.for_update = "", .skip_locked = "", .unindexed = "+"},
     .begin = sq_begin,
     .commit = sq_commit,
     .rollback = sq_rollback,
@@ -476,6 +476,8 @@ static sp_store_rc open_store_file(sq_conn *c, const char *path, const sp_store_
         kind = pragmas(c->db, err);
     if (kind == SP_STORE_OK && empty)
         kind = sp_sqlite_schema_ensure(c->db, err);
+    else if (kind == SP_STORE_OK && !o->reads_only)
+        kind = sp_sqlite_schema_add(c->db, err);
     return kind;
 }
 

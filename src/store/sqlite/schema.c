@@ -21,6 +21,17 @@
 
 _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes user_version 1");
 
+/* Durable timers of format 0.2 (docs/format-0.2.md): added to schema
+ * version 1 without a version change, so a store an older spore created
+ * gets the table the first time a writer opens it (sp_sqlite_schema_add). */
+#define TIMERS_DDL                                                                                 \
+    "CREATE TABLE IF NOT EXISTS timers ("                                                          \
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, timer_id TEXT NOT NULL,"                         \
+    " activation_id TEXT NOT NULL, due_at_ms INTEGER NOT NULL,"                                    \
+    " PRIMARY KEY (tenant, run_id, timer_id),"                                                     \
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id)) WITHOUT ROWID;"               \
+    "CREATE INDEX IF NOT EXISTS timers_due ON timers (due_at_ms, timer_id, tenant, run_id);"
+
 static const char DDL[] =
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE packages (digest TEXT PRIMARY KEY, body TEXT NOT NULL);"
@@ -43,20 +54,21 @@ static const char DDL[] =
     " event_id TEXT NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL,"
     " body_digest TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, consumed_revision INTEGER,"
     " PRIMARY KEY (tenant, run_id, sequence), UNIQUE (tenant, run_id, event_id),"
-    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id)) WITHOUT ROWID;"
     "CREATE TABLE transitions ("
     " tenant TEXT NOT NULL, run_id TEXT NOT NULL, revision INTEGER NOT NULL,"
     " consumed_sequence INTEGER NOT NULL, decision_digest TEXT NOT NULL,"
     " snapshot_digest TEXT NOT NULL, diagnostics TEXT NOT NULL, committed_at_ms INTEGER NOT NULL,"
     " PRIMARY KEY (tenant, run_id, revision), UNIQUE (tenant, run_id, consumed_sequence),"
     " FOREIGN KEY (tenant, run_id, consumed_sequence)"
-    " REFERENCES events (tenant, run_id, sequence));"
+    " REFERENCES events (tenant, run_id, sequence)) WITHOUT ROWID;"
     "CREATE TABLE commands ("
     " tenant TEXT NOT NULL, run_id TEXT NOT NULL, command_id TEXT NOT NULL,"
     " revision INTEGER NOT NULL, ordinal INTEGER NOT NULL, activation_id TEXT NOT NULL,"
     " kind TEXT NOT NULL, payload TEXT NOT NULL,"
     " PRIMARY KEY (tenant, run_id, command_id),"
-    " FOREIGN KEY (tenant, run_id, revision) REFERENCES transitions (tenant, run_id, revision));"
+    " FOREIGN KEY (tenant, run_id, revision) REFERENCES transitions (tenant, run_id, revision))"
+    " WITHOUT ROWID;"
     "CREATE TABLE invocations ("
     " tenant TEXT NOT NULL, run_id TEXT NOT NULL, invocation_id TEXT NOT NULL,"
     " node_id TEXT NOT NULL, action_id TEXT NOT NULL, effect_key TEXT NOT NULL,"
@@ -64,8 +76,9 @@ static const char DDL[] =
     " status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'settled')),"
     " attempt_number INTEGER NOT NULL, not_before_ms INTEGER NOT NULL,"
     " PRIMARY KEY (tenant, run_id, invocation_id),"
-    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
-    "CREATE INDEX invocations_due ON invocations (status, not_before_ms, invocation_id);"
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id)) WITHOUT ROWID;"
+    "CREATE INDEX invocations_due ON invocations (not_before_ms, invocation_id, tenant, run_id)"
+    " WHERE status = 'pending';"
     "CREATE TABLE attempts ("
     " tenant TEXT NOT NULL, run_id TEXT NOT NULL, attempt_id TEXT NOT NULL,"
     " invocation_id TEXT NOT NULL, attempt_number INTEGER NOT NULL, owner TEXT NOT NULL,"
@@ -77,18 +90,21 @@ static const char DDL[] =
     " PRIMARY KEY (tenant, run_id, attempt_id),"
     " UNIQUE (tenant, run_id, invocation_id, attempt_number), UNIQUE (tenant, run_id, fence),"
     " FOREIGN KEY (tenant, run_id, invocation_id)"
-    " REFERENCES invocations (tenant, run_id, invocation_id));"
-    "CREATE INDEX attempts_lease ON attempts (status, lease_until_ms, attempt_id);"
-    "CREATE INDEX attempts_deadline ON attempts (status, deadline_ms, attempt_id);"
-    "CREATE INDEX attempts_host ON attempts (status, owner_host, attempt_id);"
+    " REFERENCES invocations (tenant, run_id, invocation_id)) WITHOUT ROWID;"
+    "CREATE INDEX attempts_lease ON attempts (lease_until_ms, attempt_id, tenant, run_id)"
+    " WHERE status = 'running';"
+    "CREATE INDEX attempts_deadline ON attempts (deadline_ms, attempt_id, tenant, run_id)"
+    " WHERE status = 'running' AND deadline_ms <> 0;"
     "CREATE TABLE receipts ("
     " tenant TEXT NOT NULL, run_id TEXT NOT NULL, request_id TEXT NOT NULL,"
     " request_digest TEXT NOT NULL, operation TEXT NOT NULL, value TEXT NOT NULL,"
-    " PRIMARY KEY (tenant, run_id, request_id));"
+    " PRIMARY KEY (tenant, run_id, request_id)) WITHOUT ROWID;"
     "CREATE TABLE audit ("
     " audit_id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, run_id TEXT NOT NULL,"
     " attempt_id TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT,"
     " evidence_digest TEXT NOT NULL, evidence TEXT NOT NULL, at_ms INTEGER NOT NULL);"
+    TIMERS_DDL
+    "INSERT INTO meta (key, value) VALUES ('layout', '2');"
     "PRAGMA user_version = 1;";
 
 static sp_store_rc read_int(sqlite3 *db, const char *sql, long long *out, sp_error *err)
@@ -169,6 +185,22 @@ sp_store_rc sp_sqlite_schema_ensure(sqlite3 *db, sp_error *err)
     if (rc == SP_STORE_OK && src != SQLITE_OK) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         rc = sp_sqlite_map(db, src, "initializing the store", err);
+    }
+    return rc;
+}
+
+sp_store_rc sp_sqlite_schema_add(sqlite3 *db, sp_error *err)
+{
+    long long present = 0;
+    sp_store_rc rc = read_int(
+        db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'timers'", &present,
+        err);
+    if (rc || present)
+        return rc;
+    int src = sqlite3_exec(db, "BEGIN IMMEDIATE;" TIMERS_DDL "COMMIT;", NULL, NULL, NULL);
+    if (src != SQLITE_OK) {
+        rc = sp_sqlite_map(db, src, "adding the timers table", err);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     }
     return rc;
 }
