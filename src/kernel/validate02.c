@@ -24,6 +24,7 @@
 #include "json/json.h"
 #include "kernel/mapping.h"
 #include "kernel/workflow.h"
+#include "schema/schema.h"
 
 #define BRANCHES_MAX 32
 #define NESTING_MAX 8
@@ -193,7 +194,75 @@ static int w12_loop_limits(const sp_workflow *wf, const sp_node *n, sp_kernel_fa
     return 0;
 }
 
-/* ---- W13 outputSchemas (shape only; the schema subset is src/schema's) ---- */
+/* ---- W13 outputSchemas (the shape here; the schema subset is src/schema's) ---- */
+
+static int invalid_schema(sp_kernel_failure *fail, const char *node, const char *outcome,
+                          const sp_schema_error *e)
+{
+    fail->kind = "invalid-input";
+    snprintf(fail->code, sizeof fail->code, "workflow.invalid-schema");
+    int n = snprintf(fail->details, sizeof fail->details, "W13: node %.64s: outputSchemas.%.64s",
+                     node, outcome);
+    if (n > 0 && (size_t)n < sizeof fail->details)
+        snprintf(fail->details + n, sizeof fail->details - (size_t)n, " at %.60s: %.24s: %.80s",
+                 e->path, e->rule, e->message);
+    return -1;
+}
+
+/* Each schema inside the subset (kernel.md §5), in outcome key order. */
+static int w13_compile(const sp_node *n, sp_kernel_failure *fail, bool *oom)
+{
+    bool alloc_failed = false;
+    size_t count = json_object_size(n->output_schemas);
+    sp_json_member *m = sp_json_sorted_members(n->output_schemas, &alloc_failed);
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0 && !alloc_failed; i++) {
+        sp_schema *compiled = NULL;
+        sp_schema_error e = {0};
+        int c = sp_schema_compile(m[i].value, &compiled, &e);
+        sp_schema_free(compiled);
+        if (c == -2)
+            alloc_failed = true;
+        else if (c != 0)
+            rc = invalid_schema(fail, n->id, m[i].key, &e);
+    }
+    free(m);
+    if (alloc_failed) {
+        *oom = true;
+        return -1;
+    }
+    return rc;
+}
+
+/* await-signal nodes on one signal declare equal schemas per shared outcome
+ * (the engine checks a signal's data before it knows which node takes it). */
+static int w13_shared_signals(const sp_workflow *wf, sp_kernel_failure *fail)
+{
+    for (size_t i = 0; i < wf->nnodes; i++) {
+        const sp_node *a = &wf->nodes[i];
+        if (a->kind != SP_NODE_AWAIT_SIGNAL)
+            continue;
+        for (size_t k = i + 1; k < wf->nnodes; k++) {
+            const sp_node *b = &wf->nodes[k];
+            if (b->kind != SP_NODE_AWAIT_SIGNAL || strcmp(a->signal, b->signal) != 0)
+                continue;
+            const char *key;
+            json_t *v;
+            json_object_foreach(a->routes, key, v)
+            {
+                if (!json_object_get(b->routes, key))
+                    continue;
+                const json_t *sa = a->output_schemas ? json_object_get(a->output_schemas, key) : NULL;
+                const json_t *sb = b->output_schemas ? json_object_get(b->output_schemas, key) : NULL;
+                if ((sa || sb) && !(sa && sb && sp_json_same(sa, sb)))
+                    return invalid(fail, "W13: await-signal nodes %s and %s wait on %s with "
+                                         "different schemas for outcome %s", a->id, b->id,
+                                   a->signal, key);
+            }
+        }
+    }
+    return 0;
+}
 
 static int w13_output_schemas(const sp_workflow *wf, const sp_node *n, sp_kernel_failure *fail)
 {
@@ -599,8 +668,11 @@ int sp_validate02(sp_workflow *wf, sp_kernel_failure *fail, bool *oom)
         if (w12_loop_limits(wf, &wf->nodes[i], fail))
             return -1;
     for (size_t i = 0; i < wf->nnodes; i++)
-        if (w13_output_schemas(wf, &wf->nodes[i], fail))
+        if (w13_output_schemas(wf, &wf->nodes[i], fail) ||
+            (wf->nodes[i].output_schemas && w13_compile(&wf->nodes[i], fail, oom)))
             return -1;
+    if (w13_shared_signals(wf, fail))
+        return -1;
     for (size_t i = 0; i < wf->nnodes; i++)
         if (wf->nodes[i].kind == SP_NODE_PARALLEL && w14_parallel(wf, &wf->nodes[i], fail))
             return -1;

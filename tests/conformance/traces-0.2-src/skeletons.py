@@ -253,3 +253,13 @@ deep["leaf"] = activity("j8")
 invalid("15-validation-W19-depth", "W19: parallels nest at most 8 deep (9 here).", deep, start_node="p0")
 invalid("15-validation-W19-join-owner", "W19: each join belongs to exactly one parallel (this one to none).",
         {"s": par({"a": "x"}), "x": activity("j"), "j": J, "orphan": {"kind": "join", "outcomes": {"ok": "e"}}, "e": end})
+invalid("15-validation-W13-shape", "W13: outputSchemas keys are outcomes the node can produce (never failed).",
+        {"s": {"kind": "activity", "action": "a", "outputSchemas": {"failed": {"type": "object"}}, "outcomes": {"ok": "e", "failed": "e"}}, "e": end})
+invalid("15-validation-W13-invalid-schema", "W13: a schema outside the subset of kernel.md §5 is workflow.invalid-schema.",
+        {"s": {"kind": "activity", "action": "a", "outputSchemas": {"ok": {"type": "number"}}, "outcomes": {"ok": "e"}}, "e": end})
+invalid("15-validation-W13-shared-signal", "W13: await-signal nodes waiting on the same signal declare equal schemas per shared outcome.",
+        {"s": {"kind": "await-signal", "signal": "go", "outputSchemas": {"received": {"type": "object"}}, "outcomes": {"received": "t"}},
+         "t": {"kind": "await-signal", "signal": "go", "outputSchemas": {"received": {"type": "string"}}, "outcomes": {"received": "e"}}, "e": end})
+write("15-validation-W13-valid", "A package whose output schemas are inside the subset runs; the kernel never checks data against them (the engine does).",
+      wf("schemas", "s", {"s": {"kind": "activity", "action": "a", "outputSchemas": {"ok": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"], "additionalProperties": False}}, "outcomes": {"ok": "e"}}, "e": {"kind": "complete", "output": {"$get": ["nodes", "s", "output"]}}}),
+      [start(), result(2, inv("s/1"), 1, output={"n": 3})])
