@@ -426,7 +426,7 @@ static void step(run *r, const spec *sp, size_t i)
     const json_t *inv = nth(invs, pick((uint32_t)ninv), NULL);
     uint32_t attempt = (uint32_t)json_integer_value(json_object_get(inv, "attempt"));
     const json_t *state = json_object_get(inv, "state");
-    if (json_equal(state, json_string("scheduled")) && pick(8)) {
+    if (strcmp(json_string_value(state), "scheduled") == 0 && pick(8)) {
         snprintf(id, sizeof id, "att:%s.%u.%zu", json_string_value(json_object_get(inv, "invocationId")),
                  attempt, i);
         send(r, sp, id, "activity.result", result_payload(inv, pick(10) ? attempt : attempt + 1));
