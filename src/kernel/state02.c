@@ -210,16 +210,22 @@ static bool derived(const cx *c, const char *prefix, const char *activation, con
     return kjson_str_is(id, want);
 }
 
-static bool branch_of(const cx *c, const char *activation)
+/* Every branch of the parallel node has its entry, and nothing else. */
+static bool branches_of(const cx *c, const sp_node *node, const char *activation)
 {
+    size_t n = 0;
     const char *key;
     json_t *b;
     json_object_foreach((json_t *)member(c, "branches"), key, b)
     {
-        if (kjson_str_is(json_object_get(b, "parallel"), activation))
-            return true;
+        if (!kjson_str_is(json_object_get(b, "parallel"), activation))
+            continue;
+        const json_t *name = json_object_get(b, "branch");
+        if (!json_object_getn(node->branches, json_string_value(name), json_string_length(name)))
+            return false;
+        n++;
     }
-    return false;
+    return n == json_object_size(node->branches);
 }
 
 /* The record a position of `node` at `activation` must have. */
@@ -254,7 +260,7 @@ static bool position_records(const cx *c, const sp_node *node, const char *activ
         const json_t *m = json_object_get(member(c, "maps"), activation);
         return m && kjson_str_is(json_object_get(m, "node"), node->id);
     }
-    case SP_NODE_PARALLEL: return branch_of(c, activation);
+    case SP_NODE_PARALLEL: return branches_of(c, node, activation);
     default: return false; /* join, complete, fail are never a position */
     }
 }

@@ -763,11 +763,109 @@ static void test_budget(void)
     run_free(&r);
 }
 
+/* ---- hostile snapshots: never a crash, a decision only for a consistent state ---- */
+
+static json_t *replacement(void)
+{
+    switch (pick(6)) {
+    case 0: return json_null();
+    case 1: return json_integer(4294967296LL);
+    case 2: return json_integer(-1);
+    case 3: return json_string("sp_x/1#99");
+    case 4: return json_array();
+    default: return json_object();
+    }
+}
+
+/* Replace (or delete) one member somewhere in the container `v`. */
+static void mutate(json_t *v, int depth)
+{
+    size_t n = json_is_object(v) ? json_object_size(v) : json_array_size(v);
+    if (n == 0)
+        return;
+    size_t k = pick((uint32_t)n);
+    char key[256] = "";
+    json_t *child;
+    if (json_is_object(v)) {
+        const char *borrowed;
+        nth(v, k, &borrowed);
+        snprintf(key, sizeof key, "%s", borrowed);
+        child = json_object_get(v, key);
+    } else {
+        child = json_array_get(v, k);
+    }
+    if (depth < 6 && (json_is_object(child) || json_is_array(child)) && pick(3)) {
+        mutate(child, depth + 1);
+        return;
+    }
+    if (!json_is_object(v))
+        json_array_set_new(v, k, replacement());
+    else if (pick(5) == 0)
+        json_object_del(v, key);
+    else
+        json_object_set_new(v, key, replacement());
+}
+
+static void test_hostile_snapshots(void)
+{
+    static const char *const workflows[] = {WF_PARALLEL, WF_MAP, WF_MAP_STUCK};
+    static const char *const inputs[] = {"null", "{'files':['a','b','c','d']}", "{'files':['a','b','c']}"};
+    spec none = {0};
+    size_t decisions = 0, failures = 0;
+    for (size_t w = 0; w < 3; w++) {
+        run r;
+        run_init(&r, "hostile", workflows[w]);
+        rng = 99 + w;
+        send(&r, &none, "start", "run.started",
+             json_pack("{s:s,s:s,s:o}", "tenant", "default", "runId", "run_h", "input", J(inputs[w])));
+        for (size_t i = 1; i < 12 && json_is_null(json_object_get(r.state, "result")); i++) {
+            for (int m = 0; m < 60; m++) {
+                json_t *s = json_deep_copy(r.state);
+                mutate(s, 0);
+                size_t len;
+                char *bytes = canon(s, &len);
+                json_decref(s);
+                const char *kinds[] = {"signal.received", "timer.fired", "run.cancel"};
+                const char *payloads[] = {"{\"name\":\"go\"}", "{\"timerId\":\"tmr_x\"}",
+                                          "{\"reason\":\"r\",\"requestedBy\":\"b\"}"};
+                size_t k = pick(3);
+                event e = {"h", r.seq + 1, 9, kinds[k], (char *)payloads[k], strlen(payloads[k])};
+                sp_kernel_request req = request(&r, &e, bytes, len);
+                sp_kernel_decision d;
+                sp_kernel_failure f;
+                int rc = sp_kernel_transition(&req, &d, &f);
+                CHECK(rc == SP_KERNEL_DECISION || rc == SP_KERNEL_FAILURE);
+                if (rc == SP_KERNEL_DECISION) {
+                    decisions++;
+                    /* what the kernel accepted and produced decodes again */
+                    event e2 = {"h2", r.seq + 2, 10, "signal.received", "{\"name\":\"zz\"}", 13};
+                    sp_kernel_request req2 = request(&r, &e2, d.snapshot, d.snapshot_len);
+                    sp_kernel_decision d2;
+                    sp_kernel_failure f2;
+                    int rc2 = sp_kernel_transition(&req2, &d2, &f2);
+                    CHECK_INT(rc2, SP_KERNEL_DECISION);
+                    if (rc2 == SP_KERNEL_DECISION)
+                        sp_kernel_decision_free(&d2);
+                    sp_kernel_decision_free(&d);
+                } else {
+                    failures++;
+                }
+                free(bytes);
+            }
+            step(&r, &none, i);
+        }
+        run_free(&r);
+    }
+    CHECK(failures > 0);
+    printf("hostile snapshots: %zu decisions, %zu failures\n", decisions, failures);
+}
+
 int main(void)
 {
     test_validation_order();
     test_state_checks();
     test_budget();
+    test_hostile_snapshots();
     test_properties();
     return check_done("test_kernel02");
 }
