@@ -144,6 +144,27 @@ struct sp_kernel_state {
     kmemo memo;
 };
 
+/* ---- states as enums (the JSON carries their names) ---- */
+
+typedef enum kinv_state { INV_SCHEDULED, INV_UNKNOWN, INV_STUCK, INV_INVALID } kinv_state;
+typedef enum krun_status {
+    RUN_RUNNING,
+    RUN_WAITING,
+    RUN_NEEDS_INTERVENTION,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_CANCELLED, /* 0.2 */
+    RUN_INVALID,
+} krun_status;
+
+kinv_state k_inv_state(const json_t *inv); /* of an invocation record */
+krun_status k_run_status(const json_t *status);
+const char *k_run_status_name(krun_status s);
+bool k_run_terminal(krun_status s);
+/* The status a live 0.2 state's invocations, waits and timers give, by
+ * precedence (workflows-0.2.md §7); RUN_INVALID when it waits for nothing. */
+krun_status k02_derived_status(const json_t *state);
+
 /* ---- one transition in progress (core.c: what both semantics share) ---- */
 
 typedef struct kt {

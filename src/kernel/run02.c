@@ -182,12 +182,7 @@ int r02_stuck(kt *t, const sp_node *node, json_t *inv, json_t *error)
 
 /* ---- terminal states ---- */
 
-static bool is_terminal(kt *t)
-{
-    const json_t *s = kt_st(t, "status");
-    return kjson_str_is(s, "completed") || kjson_str_is(s, "failed") ||
-           kjson_str_is(s, "cancelled");
-}
+static bool is_terminal(kt *t) { return k_run_terminal(k_run_status(kt_st(t, "status"))); }
 
 int r02_terminate(kt *t, const char *status, json_t *result)
 {
@@ -494,7 +489,7 @@ static int on_result(kt *t, khop *next)
     if (inv && !node)
         return k_invariant(t, "an invocation of no node");
     if (!inv || k_u32(json_object_get(inv, "attempt")) != ev->attempt ||
-        !kjson_str_is(json_object_get(inv, "state"), "scheduled"))
+        k_inv_state(inv) != INV_SCHEDULED)
         return k_diagnose(t, "result.stale", inv ? node->id : NULL,
                           json_pack("{s:I,s:O}", "attempt", (json_int_t)ev->attempt,
                                     "invocationId", ev->invocation_id));
@@ -532,8 +527,8 @@ static int on_resolved(kt *t, khop *next)
     const sp_node *node = invocation_node(t, inv);
     if (!node)
         return k_invariant(t, "an invocation of no node");
-    bool stuck = kjson_str_is(json_object_get(inv, "state"), "stuck");
-    if (!stuck && !kjson_str_is(json_object_get(inv, "state"), "unknown"))
+    bool stuck = k_inv_state(inv) == INV_STUCK;
+    if (!stuck && k_inv_state(inv) != INV_UNKNOWN)
         return not_applicable(t, node->id, "invocation-not-unknown");
     switch (ev->resolution) {
     case RES_COMPLETE:
@@ -679,23 +674,9 @@ int k02_finish(kt *t)
 {
     if (is_terminal(t))
         return 0;
-    bool scheduled = false, intervention = false;
-    const char *key;
-    json_t *inv;
-    json_object_foreach(kt_st(t, "invocations"), key, inv)
-    {
-        if (kjson_str_is(json_object_get(inv, "state"), "scheduled"))
-            scheduled = true;
-        else
-            intervention = true;
-    }
-    bool waits = json_object_size(kt_st(t, "waits")) || json_object_size(kt_st(t, "timers"));
-    const char *status = scheduled      ? "running"
-                         : intervention ? "needs-intervention"
-                         : waits        ? "waiting"
-                                        : NULL;
-    if (!status)
+    krun_status status = k02_derived_status(t->state);
+    if (status == RUN_INVALID)
         return k_invariant(t, "a live run waits for nothing");
-    kt_set(t, "status", json_string(status));
+    kt_set(t, "status", json_string(k_run_status_name(status)));
     return t->oom ? k_oom(t) : 0;
 }

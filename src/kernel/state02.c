@@ -81,14 +81,14 @@ static bool invocation_ok(const json_t *v)
     static const char *const stuck_names[] = {"invocationId", "activationId", "nodeId",
                                               "actionId",     "attempt",      "state",
                                               "inputDigest",  "error",        NULL};
-    const json_t *state = json_object_get(v, "state");
-    bool stuck = kjson_str_is(state, "stuck");
+    kinv_state state = k_inv_state(v);
+    bool stuck = state == INV_STUCK;
     uint32_t attempt;
     if (!kjson_members_exactly(v, stuck ? stuck_names : names))
         return false;
     if (stuck && !ks_error_info_exact(json_object_get(v, "error")))
         return false;
-    return (stuck || kjson_str_is(state, "scheduled") || kjson_str_is(state, "unknown")) &&
+    return state != INV_INVALID &&
            str(v, "invocationId") && str(v, "activationId") && str(v, "nodeId") &&
            str(v, "actionId") && str(v, "inputDigest") && u32(v, "attempt", &attempt) &&
            attempt >= 1;
@@ -158,15 +158,10 @@ static int typed(const json_t *s, kfail *f)
         "nodes",   "visits",    "activations", "signals",     "streaks",   "position",
         "branches", "invocations", "waits",    "waitOrder",   "timers",    "maps",
         "result",  "lastSequence", "lastAcceptedAtMs", NULL};
-    static const char *const statuses[] = {"running",   "waiting", "needs-intervention",
-                                           "completed", "failed",  "cancelled", NULL};
     uint32_t activations;
     if (!kjson_members_exactly(s, names))
         return invalid(f, "the snapshot's members are not those of spore.state/0.2");
-    bool status_ok = false;
-    for (const char *const *st = statuses; *st && !status_ok; st++)
-        status_ok = kjson_str_is(json_object_get(s, "status"), *st);
-    if (!status_ok || !str(s, "tenant") || !str(s, "runId") ||
+    if (k_run_status(json_object_get(s, "status")) == RUN_INVALID || !str(s, "tenant") || !str(s, "runId") ||
         !ks_node_records_ok(json_object_get(s, "nodes")) ||
         !ks_visits_ok(json_object_get(s, "visits")) || !u32(s, "activations", &activations) ||
         !ks_signals_ok(json_object_get(s, "signals")) ||
@@ -419,32 +414,31 @@ static int check_terminal(const json_t *s, kfail *f)
     for (const char *const *e = empty; *e; e++)
         if (json_object_size(json_object_get(s, *e)))
             return invalid(f, "a terminal state has something in flight");
-    bool completed = kjson_str_is(json_object_get(s, "status"), "completed");
+    bool completed = k_run_status(json_object_get(s, "status")) == RUN_COMPLETED;
     if (!json_is_null(json_object_get(s, "position")) || json_array_size(json_object_get(s, "waitOrder")) ||
         !json_object_get(json_object_get(s, "result"), completed ? "output" : "error"))
         return invalid(f, "a terminal state has no position and the right result");
     return 0;
 }
 
-/* The stored status is the one the precedence gives (run02.c). */
-static int check_status(const json_t *s, kfail *f)
+krun_status k02_derived_status(const json_t *state)
 {
     bool scheduled = false, intervention = false;
     const char *key;
     json_t *inv;
-    json_object_foreach((json_t *)json_object_get(s, "invocations"), key, inv)
+    json_object_foreach((json_t *)json_object_get(state, "invocations"), key, inv)
     {
-        if (kjson_str_is(json_object_get(inv, "state"), "scheduled"))
+        if (k_inv_state(inv) == INV_SCHEDULED)
             scheduled = true;
         else
             intervention = true;
     }
-    bool waits = json_object_size(json_object_get(s, "waits")) ||
-                 json_object_size(json_object_get(s, "timers"));
-    const char *want = scheduled ? "running" : intervention ? "needs-intervention" : waits ? "waiting" : "";
-    if (!kjson_str_is(json_object_get(s, "status"), want))
-        return invalid(f, "the status is not the one its invocations, waits and timers give");
-    return 0;
+    bool waits = json_object_size(json_object_get(state, "waits")) ||
+                 json_object_size(json_object_get(state, "timers"));
+    return scheduled      ? RUN_RUNNING
+           : intervention ? RUN_NEEDS_INTERVENTION
+           : waits        ? RUN_WAITING
+                          : RUN_INVALID;
 }
 
 int kstate02_check(const sp_workflow *wf, const json_t *s, kfail *f)
@@ -453,9 +447,7 @@ int kstate02_check(const sp_workflow *wf, const json_t *s, kfail *f)
         return -1;
     if (json_array_size(json_object_get(s, "signals")) > SIGNAL_BUFFER_MAX)
         return invalid(f, "more than 64 buffered signals");
-    const json_t *status = json_object_get(s, "status");
-    if (kjson_str_is(status, "completed") || kjson_str_is(status, "failed") ||
-        kjson_str_is(status, "cancelled"))
+    if (k_run_terminal(k_run_status(json_object_get(s, "status"))))
         return check_terminal(s, f);
     cx c = {wf, s, json_string_value(json_object_get(s, "tenant")),
             json_string_value(json_object_get(s, "runId")), 0};
@@ -467,7 +459,10 @@ int kstate02_check(const sp_workflow *wf, const json_t *s, kfail *f)
     if (check_position(&c, json_object_get(s, "position"), f) || check_records(&c, f) ||
         check_invocations(&c, f) || check_maps(&c, f))
         return -1;
-    return check_status(s, f);
+    krun_status want = k02_derived_status(s);
+    if (want == RUN_INVALID || k_run_status(json_object_get(s, "status")) != want)
+        return invalid(f, "the status is not the one its invocations, waits and timers give");
+    return 0;
 }
 
 json_t *kstate02_initial(const json_t *tenant, const json_t *run_id, const json_t *input)
