@@ -289,6 +289,22 @@ int spore_resolve(spore_db *db, const char *run_id, const char *invocation_id,
  * codes. */
 int spore_release(spore_db *db, const char *run_id, bool *duplicate, spore_error *err);
 
+/* Cancel a run of a spore.workflow/0.2 workflow (run.cancel): the run
+ * becomes `cancelled` and its running steps are stopped by the worker that
+ * serves it (or taken here after a second when none does). `reason` (may be
+ * NULL, at most 1 KiB) is the run's error message. *already_terminal (may
+ * be NULL) tells that the run had ended and nothing changed. Errors:
+ * `run.not-found`, `run.cancel-unsupported` (a 0.1 workflow),
+ * `usage.invalid-value`, store codes. */
+int spore_cancel(spore_db *db, const char *run_id, const char *reason, const char *request_id,
+                 bool *already_terminal, spore_error *err);
+
+/* Retry every stuck step of a 0.2 run (a new attempt each, at once);
+ * *count (may be NULL) says how many. Errors: `run.not-found`,
+ * `run.nothing-to-retry`, store codes. */
+int spore_retry(spore_db *db, const char *run_id, const char *request_id, size_t *count,
+                spore_error *err);
+
 #ifdef __cplusplus
 }
 #endif

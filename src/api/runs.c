@@ -231,3 +231,44 @@ int spore_release(spore_db *db, const char *run_id, bool *duplicate, spore_error
     set_duplicate(duplicate, d);
     return 0;
 }
+
+int spore_cancel(spore_db *db, const char *run_id, const char *reason, const char *request_id,
+                 bool *already_terminal, spore_error *err)
+{
+    sp_run_key key;
+    if (key_of(db, run_id, &key, err))
+        return -1;
+    char fresh[32];
+    if (!request_id) {
+        fresh_id("req_", fresh, sizeof fresh);
+        request_id = fresh;
+    }
+    sp_error e = {0};
+    sp_cancel_answer a;
+    if (sp_engine_cancel(db->engine, &key, request_id, reason ? reason : "cancelled", "libspore",
+                         1000, &a, &e))
+        return api_error(err, &e);
+    if (already_terminal)
+        *already_terminal = a.already_terminal;
+    return 0;
+}
+
+int spore_retry(spore_db *db, const char *run_id, const char *request_id, size_t *count,
+                spore_error *err)
+{
+    sp_run_key key;
+    if (key_of(db, run_id, &key, err))
+        return -1;
+    char fresh[32];
+    if (!request_id) {
+        fresh_id("req_", fresh, sizeof fresh);
+        request_id = fresh;
+    }
+    sp_error e = {0};
+    size_t n = 0;
+    if (sp_engine_retry(db->engine, &key, request_id, &n, &e))
+        return api_error(err, &e);
+    if (count)
+        *count = n;
+    return 0;
+}

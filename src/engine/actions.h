@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "kernel/workflow.h"
 #include "runners/runner.h"
+#include "schema/schema.h"
 #include "store/store.h"
 
 struct sp_engine;
@@ -44,6 +45,12 @@ int engine_action_find(struct sp_engine *e, const char *digest, const char *acti
 /* The same, NULL with host.action-missing when the package lacks it. */
 const engine_action *engine_action_get(struct sp_engine *e, const char *digest,
                                        const char *action_id, sp_error *err);
+
+/* The output schema of `outcome` at node `node_id` of package `digest`
+ * (format 0.2 outputSchemas, compiled once with the package), or NULL when
+ * the node declares none for it. */
+const sp_schema *engine_output_schema(struct sp_engine *e, const char *digest,
+                                      const char *node_id, const char *outcome);
 
 /* A worker can look after a held attempt of this action (watch, probe, stop
  * through its runner): this host serves it, its runner is observable, and

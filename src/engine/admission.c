@@ -28,6 +28,7 @@
 
 /* What the checks read of a run. */
 typedef struct run_facts {
+    sp_engine *e;
     sp_run_view view;
     sv_state state;        /* empty before the first commit */
     const sp_workflow *wf;
@@ -68,6 +69,7 @@ static const sp_node *waiting_for(const run_facts *f, const char *name)
 static int load_facts(sp_engine *e, const sp_run_key *key, run_facts *f, sp_error *err)
 {
     memset(f, 0, sizeof *f);
+    f->e = e;
     if (engine_get_run(e, key, &f->view, err))
         return -1;
     if (read_snapshot(f, err) || !(f->wf = engine_workflow(e, f->view.package_digest, err)))
@@ -208,14 +210,42 @@ static void delivery_of(const run_facts *f, const char *name, sp_signal_answer *
 
 typedef struct signal_request {
     const char *name, *outcome;
+    const json_t *data;
     sp_signal_answer *answer;
 } signal_request;
+
+/* Format 0.2: the data of a signal is the output of the await-signal node
+ * that takes it, checked against that node's schema for the outcome (W13
+ * makes every waiter for one name declare the same). output.invalid names
+ * the path and the rule, never the value. */
+static int check_signal_data(const run_facts *f, const signal_request *q, const char *outcome,
+                             sp_error *err)
+{
+    for (size_t i = 0; i < f->wf->nnodes; i++) {
+        const sp_node *n = &f->wf->nodes[i];
+        if (n->kind != SP_NODE_AWAIT_SIGNAL || strcmp(n->signal, q->name) != 0)
+            continue;
+        const sp_schema *schema =
+            engine_output_schema(f->e, f->view.package_digest, n->id, outcome);
+        sp_schema_error se;
+        if (schema && sp_schema_check(schema, q->data ? q->data : json_null(), &se) == 1)
+            return sp_fail_details(err, "output.invalid",
+                                   json_pack("{s:s,s:s,s:s}", "path", se.path, "rule", se.rule,
+                                             "nodeId", n->id),
+                                   "the signal's data does not match the schema of %s for \"%s\" "
+                                   "at %s (%s): %s; nothing recorded",
+                                   n->id, outcome, se.path[0] ? se.path : "the root", se.rule,
+                                   se.message);
+    }
+    return 0;
+}
 
 static int check_signal(const run_facts *f, void *ctx, sp_error *err)
 {
     signal_request *q = ctx;
     const char *outcome = q->outcome ? q->outcome : "received";
-    if (check_signal_route(f->wf, q->name, outcome, err))
+    if (check_signal_route(f->wf, q->name, outcome, err) ||
+        check_signal_data(f, q, outcome, err))
         return -1;
     delivery_of(f, q->name, q->answer);
     if (q->answer->delivery != SP_SIGNAL_DELIVERED)
@@ -233,11 +263,11 @@ static int check_signal(const run_facts *f, void *ctx, sp_error *err)
 }
 
 int engine_admit_signal(sp_engine *e, const sp_run_key *key, const char *request_id,
-                        const char *name, const char *outcome, sp_signal_answer *answer,
-                        sp_error *err)
+                        const char *name, const char *outcome, const json_t *data,
+                        sp_signal_answer *answer, sp_error *err)
 {
     memset(answer, 0, sizeof *answer);
-    signal_request q = {name, outcome, answer};
+    signal_request q = {name, outcome, data, answer};
     return admit(e, key, request_id, "signal", check_signal, &q, err);
 }
 

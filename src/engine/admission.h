@@ -19,10 +19,11 @@
 /* 0 when the signal may be recorded: its request ID has a receipt already
  * (the append answers duplicate or a conflict), or `answer` says where it
  * goes. -1 with run.not-found, run.terminal,
- * signal.unknown-name, signal.outcome-unrouted or a store error. */
+ * signal.unknown-name, signal.outcome-unrouted, output.invalid (format 0.2:
+ * `data` breaks the waiting node's schema for the outcome) or a store error. */
 int engine_admit_signal(sp_engine *e, const sp_run_key *key, const char *request_id,
-                        const char *name, const char *outcome, sp_signal_answer *answer,
-                        sp_error *err);
+                        const char *name, const char *outcome, const json_t *data,
+                        sp_signal_answer *answer, sp_error *err);
 
 /* 0 when the resolve may be recorded (or repeats a recorded request); -1 with
  * run.not-found, run.terminal, resolve.not-applicable (details {invocationId,

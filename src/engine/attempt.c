@@ -89,8 +89,17 @@ static void report(inflight *a)
         hold(a, out);
         return;
     }
+    const sp_schema *schema =
+        out->kind == SP_OUTPUT_SUCCESS
+            ? engine_output_schema(e, a->package_digest, a->claim.node_id,
+                                   out->outcome ? out->outcome : "ok")
+            : NULL;
+    sp_activity_output checked;
+    bool invalid = engine_output_invalid(schema, out, &checked);
     size_t len;
-    char *body = engine_result_body(&a->claim, out, &len, &err);
+    char *body = engine_result_body(&a->claim, invalid ? &checked : out, &len, &err);
+    if (invalid)
+        sp_activity_output_free(&checked);
     if (!body) { /* out of memory: report nothing; the lease decides */
         sp_error_clear(&err);
         return;

@@ -250,7 +250,7 @@ int sp_engine_signal(sp_engine *e, const sp_run_key *key, const char *message_id
     char request_id[SP_STORE_REQUEST_ID_MAX], event_id[SP_STORE_REQUEST_ID_MAX];
     ledger_signal_id(message_id, request_id);
     snprintf(event_id, sizeof event_id, "sig:%s", message_id);
-    if (engine_admit_signal(e, key, request_id, name, outcome, answer, err))
+    if (engine_admit_signal(e, key, request_id, name, outcome, data, answer, err))
         return -1;
     json_t *body = json_pack("{s:s,s:O}", "name", name, "data", data ? data : json_null());
     if (body && outcome)

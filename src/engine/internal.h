@@ -347,6 +347,11 @@ void engine_runstate_keep(sp_engine *e, const sp_run_key *key, sp_kernel_state *
 void engine_runstate_free(sp_engine *e);
 
 /* result.c: the activity.result body for a runner's output (<= 64 KiB). */
+/* A success whose output does not match `schema` (its node's schema for its
+ * outcome; NULL: none): *replaced becomes the output.invalid failure
+ * (details {path, rule}, never the value) and true is returned. */
+bool engine_output_invalid(const sp_schema *schema, const sp_activity_output *out,
+                           sp_activity_output *replaced);
 char *engine_result_body(const sp_claim *claim, const sp_activity_output *out, size_t *len,
                          sp_error *err);
 

@@ -14,9 +14,17 @@
 #include "engine/internal.h"
 #include "engine/ledger.h"
 
+/* One output schema of a node (format 0.2, kernel.md §5), compiled once. */
+typedef struct output_schema {
+    const char *node_id, *outcome; /* borrowed from wf->doc */
+    sp_schema *schema;             /* owned */
+} output_schema;
+
 struct engine_package {
     sp_workflow *wf;         /* owned */
     engine_action *actions;  /* wf->nactions, in the order of wf->actions */
+    output_schema *schemas;  /* every node's outputSchemas member */
+    size_t nschemas;
 };
 
 static void package_free(engine_package *p)
@@ -27,6 +35,9 @@ static void package_free(engine_package *p)
         sp_runner_release(p->actions[i].runner, &p->actions[i].prepared);
         sp_error_clear(&p->actions[i].prepare_error);
     }
+    for (size_t i = 0; i < p->nschemas; i++)
+        sp_schema_free(p->schemas[i].schema);
+    free(p->schemas);
     free(p->actions);
     sp_workflow_free(p->wf);
     free(p);
@@ -49,6 +60,30 @@ static void resolve(engine_action *ea, const sp_action *a)
         sp_runner_hold_terms(NULL, &ea->prepared, &ea->terms);
 }
 
+/* Compile every node's outputSchemas (the kernel's W13 already refused a
+ * package whose schemas are outside the subset; one that still does not
+ * compile here - out of memory - checks nothing rather than everything). */
+static void compile_schemas(engine_package *p)
+{
+    const char *node_id, *outcome;
+    json_t *node, *schema;
+    size_t n = 0;
+    json_object_foreach(json_object_get(p->wf->doc, "nodes"), node_id, node)
+        n += json_object_size(json_object_get(node, "outputSchemas"));
+    if (!n || !(p->schemas = calloc(n, sizeof *p->schemas)))
+        return;
+    json_object_foreach(json_object_get(p->wf->doc, "nodes"), node_id, node)
+        json_object_foreach(json_object_get(node, "outputSchemas"), outcome, schema) {
+            sp_schema_error se;
+            output_schema *o = &p->schemas[p->nschemas];
+            if (sp_schema_compile(schema, &o->schema, &se) == 0) {
+                o->node_id = node_id;
+                o->outcome = outcome;
+                p->nschemas++;
+            }
+        }
+}
+
 static engine_package *package_new(sp_workflow *wf)
 {
     engine_package *p = calloc(1, sizeof *p);
@@ -62,6 +97,7 @@ static engine_package *package_new(sp_workflow *wf)
     p->actions = actions;
     for (size_t i = 0; i < wf->nactions; i++)
         resolve(&actions[i], &wf->actions[i]);
+    compile_schemas(p);
     return p;
 }
 
@@ -170,6 +206,19 @@ int engine_action_find(sp_engine *e, const char *digest, const char *action_id,
     if (a)
         *out = &pkg->actions[a - pkg->wf->actions];
     return 0;
+}
+
+const sp_schema *engine_output_schema(sp_engine *e, const char *digest, const char *node_id,
+                                      const char *outcome)
+{
+    sp_error err = {0};
+    engine_package *pkg = load(e, digest, &err);
+    sp_error_clear(&err);
+    for (size_t i = 0; pkg && node_id && outcome && i < pkg->nschemas; i++)
+        if (strcmp(pkg->schemas[i].node_id, node_id) == 0 &&
+            strcmp(pkg->schemas[i].outcome, outcome) == 0)
+            return pkg->schemas[i].schema;
+    return NULL;
 }
 
 const engine_action *engine_action_get(sp_engine *e, const char *digest, const char *action_id,

@@ -1,11 +1,14 @@
 /*
  * result.c - turning a runner's output into the activity.result body that
  * finish_attempt records (engine.md §4 step 4): Success -> status success,
- * Failure -> failure, Unknown -> unknown (retryable, output null).
+ * Failure -> failure, Unknown -> unknown (retryable, output null); a
+ * success whose output breaks its node's output schema (format 0.2) is a
+ * non-retryable output.invalid failure that names the path and the rule.
  *
  * Must never produce a body the store would refuse: one that cannot be
  * encoded canonically or exceeds the 64 KiB event cap becomes a
- * non-retryable host failure that names the problem.
+ * non-retryable host failure that names the problem; never put any part
+ * of a refused output into the error.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,21 @@ static char *encode_bounded(json_t *v, size_t *len, sp_error *err)
         return NULL;
     }
     return sp_buf_take(&b, len);
+}
+
+bool engine_output_invalid(const sp_schema *schema, const sp_activity_output *out,
+                           sp_activity_output *replaced)
+{
+    if (!schema || out->kind != SP_OUTPUT_SUCCESS)
+        return false;
+    sp_schema_error se;
+    if (sp_schema_check(schema, out->output ? out->output : json_null(), &se) != 1)
+        return false;
+    sp_output_failure(replaced, "output.invalid", false,
+                      json_pack("{s:s,s:s}", "path", se.path, "rule", se.rule),
+                      "the step's output does not match its schema at %s (%s): %s",
+                      se.path[0] ? se.path : "the root", se.rule, se.message);
+    return true;
 }
 
 char *engine_result_body(const sp_claim *claim, const sp_activity_output *out, size_t *len,

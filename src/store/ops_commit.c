@@ -5,8 +5,8 @@
  * Predicates, in order: run exists (not-found/run.not-found); not quarantined
  * (stale/run.quarantined); revision matches (stale/revision.mismatch); the
  * event at applied+1 has that ID and sequence (stale/event.mismatch);
- * snapshot digest (conflict/snapshot.digest-mismatch); snapshot <= 256 KiB
- * (quota/snapshot.too-large); no command ID already in the run or repeated
+ * snapshot digest (conflict/snapshot.digest-mismatch); snapshot <= 256 KiB,
+ * 8 MiB for a spore.state/0.2 one (quota/snapshot.too-large); no command ID already in the run or repeated
  * (conflict/command.id-conflict); then per command, in order: known kind
  * (incompatible/command.unknown-kind), payload decodes (conflict/
  * command.invalid), activity.schedule on an existing invocation (conflict/
@@ -62,6 +62,20 @@ static sp_store_rc check_run(lg_mut *m, const sp_commit_turn_req *req, sp_error 
     return rc ? rc : check_event(m, req, err);
 }
 
+/* The cap of this snapshot: canonical JSON sorts its keys, and only a
+ * spore.state/0.2 state has "branches", the member after "activations". */
+static size_t snapshot_cap(const char *s, size_t len)
+{
+    static const char head[] = "{\"activations\":", next[] = ",\"branches\":";
+    size_t i = sizeof head - 1;
+    if (len < i || memcmp(s, head, i) != 0)
+        return SP_STORE_SNAPSHOT_MAX;
+    while (i < len && s[i] >= '0' && s[i] <= '9')
+        i++;
+    bool v02 = len - i >= sizeof next - 1 && memcmp(s + i, next, sizeof next - 1) == 0;
+    return v02 ? SP_STORE_SNAPSHOT_MAX_02 : SP_STORE_SNAPSHOT_MAX;
+}
+
 static sp_store_rc check_snapshot(const sp_commit_turn_req *req, sp_error *err)
 {
     char digest[SP_DIGEST_TEXT_LEN + 1];
@@ -70,9 +84,10 @@ static sp_store_rc check_snapshot(const sp_commit_turn_req *req, sp_error *err)
         return lg_fail(err, SP_STORE_CONFLICT, "snapshot.digest-mismatch",
                        "snapshot digest %s does not match the snapshot (%s)", req->snapshot_digest,
                        digest);
-    if (req->snapshot_len > SP_STORE_SNAPSHOT_MAX)
+    size_t cap = snapshot_cap(req->snapshot, req->snapshot_len);
+    if (req->snapshot_len > cap)
         return lg_fail(err, SP_STORE_QUOTA, "snapshot.too-large",
-                       "snapshot is larger than %u bytes", SP_STORE_SNAPSHOT_MAX);
+                       "snapshot is larger than %zu bytes", cap);
     return SP_STORE_OK;
 }
 

@@ -58,6 +58,9 @@ bool sp_store_rc_transient(sp_store_rc rc);
 
 #define SP_STORE_EVENT_MAX (64u * 1024)     /* event body: event.too-large */
 #define SP_STORE_SNAPSHOT_MAX (256u * 1024) /* snapshot: snapshot.too-large */
+/* A spore.state/0.2 snapshot (format 0.2 keeps a map's results in it:
+ * kernel.md §8.9): snapshot.too-large above this. */
+#define SP_STORE_SNAPSHOT_MAX_02 (8u * 1024 * 1024)
 #define SP_STORE_HOLDER_MAX (4u * 1024)     /* attempt holder handle */
 #define SP_STORE_ID_MAX 128                 /* tenant, run ID, request ID parts */
 #define SP_STORE_REQUEST_ID_MAX 512

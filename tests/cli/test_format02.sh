@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# test_format02.sh - workflow format 0.2 through the real binary, real
+# command steps, a real SQLite store and real signals (issue 13 "Done
+# when", docs/format-0.2.md):
+#
+# - three parallel command branches run at once (every branch has started
+#   before any has ended) and join once with every branch's output;
+# - kill -9 of the worker during the fan-out, then resume: each branch's
+#   step ran at most twice (idempotent), the join holds every branch;
+# - a map of 20 items with maxConcurrency 4 never has more than 4 steps
+#   running (from the steps' own log), reaches 4, and returns the results
+#   in item order;
+# - a sleep fires no earlier than its due time, exactly once; with
+#   --max-wait below it `run` parks with exit 7 and `resume` later completes
+#   it (the timer survived the process);
+# - an await-signal with timeoutMs routes `timeout` when nobody signals, and
+#   the signal's route when one comes first (the timer is then cancelled and
+#   never fires);
+# - `cancel` of a run whose command step sleeps 60 s leaves no process of
+#   the step within 2 s, the run `cancelled` and the serving `resume` exits
+#   8; cancel again: already-terminal (exit 0); a 0.1 run: refused, exit 2;
+# - a failed step without a `failed` route parks the run (exit 4, the step
+#   stuck in `interventions`); `retry` re-runs that step alone and the run
+#   completes.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+
+count_kind() { # <run> <event kind>
+  events_json "$1" | jq --arg k "$2" '[.events[] | select(.kind == $k)] | length'
+}
+
+# ---- parallel branches ----
+sp run "$wf/parallel3.json" --input '{"sleep": 1}' --db "$db" --json
+expect_rc 0 "parallel: run"
+expect_json '.status == "completed" and (.result.output | keys) == ["a", "b", "c"] and
+  ([.result.output[] | .outcome] == ["ok", "ok", "ok"]) and
+  ([.result.output[] | .node] == ["sa", "sb", "sc"])' "parallel: joined with every branch"
+run=$(jq -r '.runId' <<<"$out")
+first_end=$(awk -v r="$run" '$1 == "end" && $2 == r {print $8}' "$SPORE_TEST_LOG" | sort -n | head -1)
+last_start=$(awk -v r="$run" '$1 == "start" && $2 == r {print $8}' "$SPORE_TEST_LOG" | sort -n | tail -1)
+[ "$(awk -v r="$run" '$1 == "start" && $2 == r' "$SPORE_TEST_LOG" | wc -l)" = 3 ] ||
+  fail "parallel: want 3 step starts"
+[ -n "$first_end" ] && [ "$last_start" -lt "$first_end" ] ||
+  fail "parallel: the branches did not run at once (last start $last_start, first end $first_end)"
+
+# ---- kill -9 during the fan-out, then resume ----
+: >"$SPORE_TEST_LOG"
+sp start "$wf/parallel3.json" --input '{"sleep": 2}' --db "$db" --json
+run=$(jq -r '.runId' <<<"$out")
+start_bg fanout resume "$run" --db "$db"
+pid=$bg_pid
+wait_for 20 test "$(awk -v r="$run" '$1 == "start" && $2 == r' "$SPORE_TEST_LOG" | wc -l)" -ge 3 ||
+  fail "fan-out: the three steps did not start"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+sp resume "$run" --db "$db" --json
+expect_rc 0 "fan-out: resume after kill -9"
+expect_json '.status == "completed" and (.result.output | keys) == ["a", "b", "c"]' \
+  "fan-out: joined once with every branch"
+for n in sa sb sc; do
+  c=$(log_count start "$run" "$n")
+  [ "$c" -ge 1 ] && [ "$c" -le 2 ] || fail "fan-out: step $n started $c times (idempotent: 1 or 2)"
+done
+
+# ---- map with maxConcurrency ----
+: >"$SPORE_TEST_LOG"
+items=$(jq -nc '{items: [range(20) | {sleep: 1}]}')
+sp run "$wf/map20.json" --input "$items" --db "$db" --json
+expect_rc 0 "map: run"
+expect_json '.status == "completed" and (.result.output.results | length) == 20 and
+  ([.result.output.results[] | .output.n] == [range(20)]) and
+  ([.result.output.results[] | .outcome] | unique) == ["ok"]' "map: results in item order"
+run=$(jq -r '.runId' <<<"$out")
+peak=$(awk -v r="$run" '$2 == r && ($1 == "start" || $1 == "end") {print $8, ($1 == "start" ? 1 : -1)}' \
+  "$SPORE_TEST_LOG" | sort -n -k1,1 -k2,2n | awk '{c += $2; if (c > m) m = c} END {print m + 0}')
+[ "$peak" -le 4 ] || fail "map: $peak steps ran at once, maxConcurrency is 4"
+[ "$peak" -ge 2 ] || fail "map: the items never ran concurrently (peak $peak)"
+[ "$(awk -v r="$run" '$1 == "start" && $2 == r' "$SPORE_TEST_LOG" | wc -l)" = 20 ] ||
+  fail "map: want 20 step starts"
+
+# ---- sleep ----
+t0=$(now_ms)
+sp run "$wf/sleep.json" --db "$db" --json
+t1=$(now_ms)
+expect_rc 0 "sleep: run"
+expect_json '.status == "completed" and .result.output.slept == true' "sleep: completed"
+run=$(jq -r '.runId' <<<"$out")
+[ $((t1 - t0)) -ge 1500 ] || fail "sleep: completed after $((t1 - t0)) ms, before its 1500 ms"
+[ "$(count_kind "$run" timer.fired)" = 1 ] || fail "sleep: want exactly one timer.fired"
+
+sp run "$wf/sleep.json" --max-wait 100ms --db "$db" --json
+expect_rc 7 "sleep: --max-wait below the timer parks with exit 7"
+expect_json '.status == "waiting" and (.timers | length) == 1' "sleep: the timer is shown"
+run=$(jq -r '.runId' <<<"$out")
+sleep 1.6
+sp resume "$run" --db "$db" --json
+expect_rc 0 "sleep: resume after the due time"
+expect_json '.status == "completed"' "sleep: completed by another process"
+[ "$(count_kind "$run" timer.fired)" = 1 ] || fail "sleep (restart): want exactly one timer.fired"
+
+# ---- a signal with a deadline ----
+sp run "$wf/deadline.json" --db "$db" --json
+expect_rc 0 "deadline: run without a signal"
+expect_json '.status == "completed" and .result.output.timedOut == true' "deadline: routed timeout"
+
+sp run "$wf/deadline.json" --max-wait 100ms --db "$db" --json
+expect_rc 7 "deadline: waiting for the signal or its timer"
+run=$(jq -r '.runId' <<<"$out")
+sp signal "$run" approval --outcome approved --data '{"by": "ana"}' --db "$db" --json
+expect_rc 0 "deadline: signal before the timeout"
+sp resume "$run" --db "$db" --json
+expect_rc 0 "deadline: resume"
+expect_json '.status == "completed" and .result.output.approved.by == "ana"' \
+  "deadline: the signal's route won"
+sleep 1.8 # past the cancelled deadline
+start_bg deadline_worker worker --db "$db"
+sleep 1
+kill -TERM "$bg_pid"
+wait "$bg_pid" 2>/dev/null || true
+[ "$(count_kind "$run" timer.fired)" = 0 ] || fail "deadline: the cancelled timer fired"
+[ "$(sql "SELECT count(*) FROM timers WHERE run_id = '$run'")" = 0 ] || fail "deadline: a timer is left"
+
+# ---- cancel ----
+: >"$SPORE_TEST_LOG"
+sp start "$wf/long.json" --db "$db" --json
+run=$(jq -r '.runId' <<<"$out")
+start_bg long resume "$run" --db "$db"
+pid=$bg_pid
+wait_for 20 log_has start "$run" work || fail "cancel: the step did not start"
+pgid=$(log_field start "$run" work 1 7)
+t0=$(now_ms)
+sp cancel "$run" --reason "not needed any more" --db "$db" --json
+expect_rc 0 "cancel"
+expect_json '.disposition == "applied"' "cancel: applied"
+wait_for 2 group_gone "$pgid" || fail "cancel: the step's process group is alive 2 s later"
+t1=$(now_ms)
+echo "cancel: the step's processes were gone after $((t1 - t0)) ms"
+set +e
+wait "$pid"
+resume_rc=$?
+set -e
+[ "$resume_rc" = 8 ] || fail "cancel: the serving resume exited $resume_rc, want 8"
+sp status "$run" --db "$db" --json
+expect_json '.status == "cancelled" and .result.error.code == "run.cancelled" and
+  .result.error.message == "not needed any more"' "cancel: the run is cancelled"
+sp cancel "$run" --db "$db" --json
+expect_rc 0 "cancel again"
+expect_json '.disposition == "already-terminal"' "cancel again: already-terminal"
+sp start "$wf/three-steps.json" --db "$db" --json
+old=$(jq -r '.runId' <<<"$out")
+expect_error 2 run.cancel-unsupported "cancel of a 0.1 run" -- cancel "$old" --db "$db"
+
+# ---- a stuck step, retried ----
+: >"$SPORE_TEST_LOG"
+sp run "$wf/stuck.json" --db "$db" --json
+expect_rc 4 "stuck: run parks"
+expect_json '.status == "needs-intervention" and (.interventions | length) == 1 and
+  .interventions[0].state == "stuck" and .interventions[0].nodeId == "flaky"' \
+  "stuck: the failed step is shown stuck"
+run=$(jq -r '.runId' <<<"$out")
+sp retry "$run" --db "$db" --json
+expect_rc 0 "retry"
+expect_json '.retried == 1' "retry: one stuck step"
+sp resume "$run" --db "$db" --json
+expect_rc 0 "retry: resume"
+expect_json '.status == "completed" and .result.output.flaky == 2' "retry: completed on attempt 2"
+[ "$(log_count start "$run" first)" = 1 ] || fail "retry: the step before ran again"
+[ "$(log_count start "$run" flaky)" = 2 ] || fail "retry: want 2 attempts of the stuck step"
+expect_error 2 run.nothing-to-retry "retry of a completed run" -- retry "$run" --db "$db"
+
+finish
