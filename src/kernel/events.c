@@ -1,6 +1,6 @@
 /*
- * events.c - decoding the four event payloads (kernel.md §7.5), request
- * check 4. The payload must be canonical bytes and decode as the kind's type:
+ * events.c - decoding the event payloads (kernel.md §7.5; 0.2 adds
+ * timer.fired and run.cancel, docs/format-0.2.md), request check 4. The payload must be canonical bytes and decode as the kind's type:
  * unknown members, missing required members, wrong types and bad enums are
  * all event.invalid. Must never fill in a default for a required member.
  */
@@ -8,6 +8,9 @@
 
 #include "json/json.h"
 #include "kernel/internal.h"
+
+#define CANCEL_REASON_MAX 1024
+#define CANCEL_REQUESTER_MAX 128
 
 static int invalid(kfail *f, const char *what)
 {
@@ -143,7 +146,33 @@ static int decode_resolved(kevent *ev, kfail *f)
     return decode_resolution(ev, r, f);
 }
 
-int kevent_decode(const char *kind, const char *payload, size_t len, kevent *ev, kfail *f)
+static int decode_timer_fired(kevent *ev, kfail *f)
+{
+    static const char *const names[] = {"timerId", NULL};
+    if (!kjson_members_exactly(ev->payload, names) ||
+        !json_is_string(json_object_get(ev->payload, "timerId")))
+        return invalid(f, "timer.fired is {timerId}");
+    ev->timer_id = json_object_get(ev->payload, "timerId");
+    return 0;
+}
+
+static int decode_cancel(kevent *ev, kfail *f)
+{
+    static const char *const names[] = {"reason", "requestedBy", NULL};
+    json_t *p = ev->payload;
+    if (!kjson_members_exactly(p, names))
+        return invalid(f, "run.cancel is {reason, requestedBy}");
+    ev->reason = json_object_get(p, "reason");
+    ev->requested_by = json_object_get(p, "requestedBy");
+    if (!json_is_string(ev->reason) || json_string_length(ev->reason) > CANCEL_REASON_MAX ||
+        !json_is_string(ev->requested_by) ||
+        json_string_length(ev->requested_by) > CANCEL_REQUESTER_MAX)
+        return invalid(f, "run.cancel reason (<= 1024 bytes) and requestedBy (<= 128 bytes) are strings");
+    return 0;
+}
+
+int kevent_decode(sp_semantics sem, const char *kind, const char *payload, size_t len,
+                  kevent *ev, kfail *f)
 {
     memset(ev, 0, sizeof *ev);
     static const struct {
@@ -152,11 +181,14 @@ int kevent_decode(const char *kind, const char *payload, size_t len, kevent *ev,
     } kinds[] = {{"run.started", EV_RUN_STARTED},
                  {"activity.result", EV_ACTIVITY_RESULT},
                  {"signal.received", EV_SIGNAL},
-                 {"invocation.resolved", EV_RESOLVED}};
+                 {"invocation.resolved", EV_RESOLVED},
+                 {"timer.fired", EV_TIMER_FIRED},
+                 {"run.cancel", EV_RUN_CANCEL}};
+    size_t known = sem == SP_SEM_02 ? 6 : 4; /* 0.1 knows the first four */
     size_t i = 0;
-    while (i < 4 && strcmp(kind, kinds[i].name) != 0)
+    while (i < known && strcmp(kind, kinds[i].name) != 0)
         i++;
-    if (i == 4)
+    if (i == known)
         return kfail_set(f, "invalid-input", "event.unknown-kind", "unknown event kind");
     ev->kind = kinds[i].kind;
     ev->kind_name = kinds[i].name;
@@ -173,6 +205,8 @@ int kevent_decode(const char *kind, const char *payload, size_t len, kevent *ev,
     case EV_ACTIVITY_RESULT: return decode_result(ev, f);
     case EV_SIGNAL: return decode_signal(ev, f);
     case EV_RESOLVED: return decode_resolved(ev, f);
+    case EV_TIMER_FIRED: return decode_timer_fired(ev, f);
+    case EV_RUN_CANCEL: return decode_cancel(ev, f);
     }
     return -1;
 }

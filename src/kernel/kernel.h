@@ -29,6 +29,11 @@
 #define SP_WORKFLOW_FORMAT "runspore.workflow/0.1"
 #define SP_STATE_FORMAT "runspore.state/0.1"
 #define SP_ABI_VERSION "runspore:machine@0.1.0"
+/* Semantics 0.2 (workflows-0.2.md, docs/format-0.2.md): chosen by a
+ * package whose format is spore.workflow/0.2. */
+#define SP_SEMANTICS_VERSION_02 "0.2"
+#define SP_WORKFLOW_FORMAT_02 "spore.workflow/0.2"
+#define SP_STATE_FORMAT_02 "spore.state/0.2"
 
 typedef struct sp_kernel_limits {
     uint32_t microsteps;
@@ -39,6 +44,13 @@ typedef struct sp_kernel_limits {
 
 /* The frozen default budget every host passes under 0.1. */
 #define SP_KERNEL_DEFAULT_LIMITS ((sp_kernel_limits){1000, 10000, 262144, 128})
+/* The default budget under 0.2: the state may be 8 MiB, so that a map of
+ * 1,000 items (256 of 4 KiB outputs each with room to spare) stays in the
+ * snapshot (docs/kernel.md §8.9); the other budgets are 0.1's. */
+#define SP_KERNEL_DEFAULT_LIMITS_02 ((sp_kernel_limits){1000, 10000, 8388608, 128})
+
+/* The default budget of a semantics version ("0.1", "0.2"; others: 0.1's). */
+sp_kernel_limits sp_kernel_default_limits(const char *semantics_version);
 
 typedef struct sp_kernel_identity {
     const char *package_digest; /* recorded by hosts, not checked */
@@ -98,7 +110,8 @@ typedef struct sp_kernel_request {
 typedef struct sp_kernel_command {
     char command_id[SP_ID_LEN + 1];
     char *activation_id;
-    const char *kind; /* "activity.schedule" or "activity.retry" (static) */
+    const char *kind; /* "activity.schedule", "activity.retry"; 0.2 also
+                         "activity.cancel", "timer.start", "timer.cancel" (static) */
     char *payload;    /* canonical JSON */
     size_t payload_len;
 } sp_kernel_command;
@@ -114,7 +127,8 @@ typedef struct sp_kernel_decision {
     char *snapshot; /* canonical state bytes */
     size_t snapshot_len;
     char snapshot_digest[SP_DIGEST_TEXT_LEN + 1];
-    char status[24]; /* the new state's status, for hosts */
+    char status[24]; /* the new state's status, for hosts: running, waiting,
+                        needs-intervention, completed, failed; 0.2 also cancelled */
     sp_kernel_command *commands;
     size_t ncommands;
     sp_kernel_diagnostic *diagnostics;

@@ -1,6 +1,7 @@
 /*
  * kjson.c - typed reading helpers and failure filling for the kernel's
- * decoders. Must never accept a member the caller did not name.
+ * decoders, and the names of the invocation states and run statuses. Must
+ * never accept a member the caller did not name.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,4 +93,32 @@ json_t *kjson_error_info(const json_t *v, bool *oom)
     if (!e)
         *oom = true;
     return e;
+}
+
+kinv_state k_inv_state(const json_t *inv)
+{
+    static const char *const names[] = {"scheduled", "unknown", "stuck"};
+    const json_t *state = json_object_get(inv, "state");
+    for (int i = 0; i < 3; i++)
+        if (kjson_str_is(state, names[i]))
+            return (kinv_state)i;
+    return INV_INVALID;
+}
+
+static const char *const run_status_names[] = {"running",   "waiting", "needs-intervention",
+                                               "completed", "failed",  "cancelled"};
+
+krun_status k_run_status(const json_t *status)
+{
+    for (int i = 0; i < RUN_INVALID; i++)
+        if (kjson_str_is(status, run_status_names[i]))
+            return (krun_status)i;
+    return RUN_INVALID;
+}
+
+const char *k_run_status_name(krun_status s) { return s < RUN_INVALID ? run_status_names[s] : ""; }
+
+bool k_run_terminal(krun_status s)
+{
+    return s == RUN_COMPLETED || s == RUN_FAILED || s == RUN_CANCELLED;
 }

@@ -1,6 +1,8 @@
 /*
- * mapping.c - validation (W10) and evaluation of mappings (kernel.md §3).
- * Never evaluates members out of canonical order, never undercharges.
+ * mapping.c - validation (W10) and evaluation of mappings (kernel.md §3;
+ * the `item` / `index` roots of a 0.2 map's input, workflows-0.2.md §4).
+ * Never evaluates members out of canonical order, never undercharges, never
+ * accepts the map roots outside a map's input.
  */
 #include "kernel/mapping.h"
 
@@ -24,7 +26,7 @@ static bool string_is(const json_t *s, const char *lit)
     return json_is_string(s) && key_is(json_string_value(s), json_string_length(s), lit);
 }
 
-static bool path_valid(const json_t *path)
+static bool path_valid(const json_t *path, bool map_roots)
 {
     size_t n = json_array_size(path);
     if (!json_is_array(path) || n == 0)
@@ -35,6 +37,10 @@ static bool path_valid(const json_t *path)
     const json_t *root = json_array_get(path, 0);
     if (string_is(root, "input"))
         return true;
+    if (map_roots && string_is(root, "item"))
+        return true;
+    if (map_roots && string_is(root, "index"))
+        return n == 1;
     if (string_is(root, "run"))
         return n == 1 || (n == 2 && (string_is(json_array_get(path, 1), "id") ||
                                      string_is(json_array_get(path, 1), "tenant")));
@@ -69,11 +75,11 @@ static const json_t *only_member(const json_t *obj, const char *name)
     return json_object_size(obj) == 1 ? json_object_get(obj, name) : NULL;
 }
 
-bool sp_mapping_valid(const json_t *m)
+static bool valid(const json_t *m, bool map_roots)
 {
     if (json_is_array(m)) {
         for (size_t i = 0; i < json_array_size(m); i++)
-            if (!sp_mapping_valid(json_array_get(m, i)))
+            if (!valid(json_array_get(m, i), map_roots))
                 return false;
         return true;
     }
@@ -82,18 +88,22 @@ bool sp_mapping_valid(const json_t *m)
     if (has_dollar_key(m)) {
         const json_t *path = only_member(m, "$get");
         if (path)
-            return path_valid(path);
+            return path_valid(path, map_roots);
         return only_member(m, "$literal") != NULL;
     }
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)m, key, v)
     {
-        if (!sp_mapping_valid(v))
+        if (!valid(v, map_roots))
             return false;
     }
     return true;
 }
+
+bool sp_mapping_valid(const json_t *m) { return valid(m, false); }
+
+bool sp_mapping_valid_map_input(const json_t *m) { return valid(m, true); }
 
 /* One step into a value; NULL when it does not resolve. */
 static json_t *step_into(const json_t *v, const json_t *step)
@@ -122,6 +132,14 @@ static json_t *resolve(const json_t *path, const sp_mapping_ctx *ctx, bool *oom)
     const json_t *root = json_array_get(path, 0);
     if (string_is(root, "input"))
         return json_incref(walk(ctx->input, path, 1));
+    if (string_is(root, "item")) /* valid only where the map roots exist */
+        return ctx->item ? json_incref(walk(ctx->item, path, 1)) : NULL;
+    if (string_is(root, "index")) {
+        json_t *index = ctx->index >= 0 ? json_integer(ctx->index) : NULL;
+        if (ctx->index >= 0 && !index)
+            *oom = true;
+        return index;
+    }
     if (string_is(root, "run")) {
         json_t *run;
         if (json_array_size(path) == 2)

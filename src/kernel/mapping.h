@@ -16,12 +16,19 @@
 /* W10: is `m` a well-formed mapping? */
 bool sp_mapping_valid(const json_t *m);
 
+/* The same for a 0.2 map node's `input`, where two more roots are valid:
+ * `["item", ...]` (the element, any path below it) and `["index"]` (its
+ * position, nothing after it). */
+bool sp_mapping_valid_map_input(const json_t *m);
+
 typedef struct sp_mapping_ctx {
     const json_t *input; /* the run input */
     const json_t *nodes; /* node ID -> {visit, outcome, output} */
     const char *run_id;
     const char *tenant;
     uint64_t ops; /* expression operations charged so far */
+    const json_t *item; /* the map roots (a map item's input), or NULL */
+    int64_t index;      /* ... and its index, -1 = none */
 } sp_mapping_ctx;
 
 typedef enum sp_mapping_status {

@@ -1,5 +1,6 @@
 /*
- * state.c - the run snapshot `runspore.state/0.1` (kernel.md §7.4): the
+ * state.c - the run snapshot `runspore.state/0.1` (kernel.md §7.4; the
+ * checks of `spore.state/0.2` are state02.c's): the
  * version read first from the raw document, then the typed decode, then the
  * consistency checks; and the decoded state hosts keep between transitions
  * (sp_kernel_state). Must never accept a snapshot that contradicts itself
@@ -22,13 +23,13 @@ static int invalid(kfail *f, const char *what)
     return kfail_set(f, "invalid-input", "state.invalid", "%s", what);
 }
 
-static bool is_decimal(const json_t *v)
+bool ks_is_decimal(const json_t *v)
 {
     uint64_t x;
     return sp_decimal_from_json(v, &x);
 }
 
-static bool node_records_ok(const json_t *nodes)
+bool ks_node_records_ok(const json_t *nodes)
 {
     static const char *const names[] = {"visit", "outcome", "output", NULL};
     uint32_t visit;
@@ -45,7 +46,7 @@ static bool node_records_ok(const json_t *nodes)
     return true;
 }
 
-static bool visits_ok(const json_t *visits)
+bool ks_visits_ok(const json_t *visits)
 {
     uint32_t n;
     if (!json_is_object(visits))
@@ -60,7 +61,7 @@ static bool visits_ok(const json_t *visits)
     return true;
 }
 
-static bool position_ok(const json_t *p)
+bool ks_position_ok(const json_t *p)
 {
     static const char *const names[] = {"nodeId", "activationId", "visit", NULL};
     uint32_t visit;
@@ -88,7 +89,7 @@ static bool invocation_ok(const json_t *inv)
     return kjson_str_is(state, "scheduled") || kjson_str_is(state, "unknown");
 }
 
-static bool signals_ok(const json_t *signals)
+bool ks_signals_ok(const json_t *signals)
 {
     static const char *const names[] = {"eventId", "sequence", "name", "outcome", "data", NULL};
     if (!json_is_array(signals))
@@ -96,7 +97,7 @@ static bool signals_ok(const json_t *signals)
     for (size_t i = 0; i < json_array_size(signals); i++) {
         const json_t *s = json_array_get(signals, i);
         if (!kjson_members_exactly(s, names) || !json_is_string(json_object_get(s, "eventId")) ||
-            !is_decimal(json_object_get(s, "sequence")) ||
+            !ks_is_decimal(json_object_get(s, "sequence")) ||
             !json_is_string(json_object_get(s, "name")))
             return false;
         const json_t *outcome = json_object_get(s, "outcome");
@@ -106,7 +107,7 @@ static bool signals_ok(const json_t *signals)
     return true;
 }
 
-static bool error_info_exact(const json_t *e)
+bool ks_error_info_exact(const json_t *e)
 {
     static const char *const names[] = {"code", "message", "nodeId", "details", NULL};
     const json_t *node_id = json_object_get(e, "nodeId");
@@ -115,12 +116,12 @@ static bool error_info_exact(const json_t *e)
            (json_is_null(node_id) || json_is_string(node_id));
 }
 
-static bool result_ok(const json_t *r)
+bool ks_result_ok(const json_t *r)
 {
     static const char *const output[] = {"output", NULL};
     static const char *const error[] = {"error", NULL};
     return json_is_null(r) || kjson_members_exactly(r, output) ||
-           (kjson_members_exactly(r, error) && error_info_exact(json_object_get(r, "error")));
+           (kjson_members_exactly(r, error) && ks_error_info_exact(json_object_get(r, "error")));
 }
 
 static int typed_decode(const json_t *s, kfail *f)
@@ -138,14 +139,14 @@ static int typed_decode(const json_t *s, kfail *f)
                      kjson_str_is(status, "completed") || kjson_str_is(status, "failed");
     if (!json_is_string(json_object_get(s, "tenant")) ||
         !json_is_string(json_object_get(s, "runId")) || !status_ok ||
-        !node_records_ok(json_object_get(s, "nodes")) ||
-        !visits_ok(json_object_get(s, "visits")) ||
+        !ks_node_records_ok(json_object_get(s, "nodes")) ||
+        !ks_visits_ok(json_object_get(s, "visits")) ||
         !kjson_u32(json_object_get(s, "activations"), &activations) ||
-        !position_ok(json_object_get(s, "position")) ||
+        !ks_position_ok(json_object_get(s, "position")) ||
         !invocation_ok(json_object_get(s, "invocation")) ||
-        !signals_ok(json_object_get(s, "signals")) || !result_ok(json_object_get(s, "result")) ||
-        !is_decimal(json_object_get(s, "lastSequence")) ||
-        !is_decimal(json_object_get(s, "lastAcceptedAtMs")))
+        !ks_signals_ok(json_object_get(s, "signals")) || !ks_result_ok(json_object_get(s, "result")) ||
+        !ks_is_decimal(json_object_get(s, "lastSequence")) ||
+        !ks_is_decimal(json_object_get(s, "lastAcceptedAtMs")))
         return invalid(f, "a snapshot member has the wrong type");
     return 0;
 }
@@ -242,13 +243,18 @@ json_t *kstate_decode(const sp_workflow *wf, const char *bytes, size_t len, kfai
         return NULL;
     }
     const json_t *format = json_object_get(s, "format"), *semantics = json_object_get(s, "semantics");
+    bool v02 = wf->semantics == SP_SEM_02;
+    const char *want_format = v02 ? SP_STATE_FORMAT_02 : SP_STATE_FORMAT;
+    const char *want_semantics = v02 ? SP_SEMANTICS_VERSION_02 : SP_SEMANTICS_VERSION;
     int rc;
     if (!json_is_object(s) || !json_is_string(format) || !json_is_string(semantics))
         rc = invalid(f, "the snapshot has no format and semantics");
-    else if (!kjson_str_is(format, SP_STATE_FORMAT) || !kjson_str_is(semantics, SP_SEMANTICS_VERSION))
+    else if (!kjson_str_is(format, want_format) || !kjson_str_is(semantics, want_semantics))
         rc = kfail_set(f, "incompatible-version", "version.state-format",
                        "snapshot format %s semantics %s is not %s %s", json_string_value(format),
-                       json_string_value(semantics), SP_STATE_FORMAT, SP_SEMANTICS_VERSION);
+                       json_string_value(semantics), want_format, want_semantics);
+    else if (v02)
+        rc = kstate02_check(wf, s, f);
     else
         rc = typed_decode(s, f) ? -1 : check_consistency(wf, s, f);
     if (rc) {

@@ -1,5 +1,7 @@
 /*
- * workflow.c - decoding the package and rules W01-W11 (kernel.md §1-2).
+ * workflow.c - decoding the package and rules W01-W11 (kernel.md §1-2);
+ * a spore.workflow/0.2 package also gets its 0.2 members decoded and rules
+ * W12-W19 run by validate02.c.
  *
  * First the document is decoded (canonical bytes, known members, types);
  * any problem there is workflow.invalid. Then W01..W11 run in order, nodes
@@ -21,6 +23,7 @@
 typedef struct loader {
     sp_kernel_failure *fail;
     bool oom;
+    bool v02; /* the package is spore.workflow/0.2 (decode its members) */
 } loader;
 
 static int reject(loader *L, const char *kind, const char *code, const char *fmt, ...)
@@ -140,13 +143,29 @@ static int decode_fail_error(loader *L, sp_node *n, json_t *error)
 
 static int decode_node(loader *L, sp_node *n, json_t *obj)
 {
-    static const char *const activity[] = {"kind", "action", "input", "outcomes", NULL};
-    static const char *const await[] = {"kind", "signal", "outcomes", NULL};
-    static const char *const complete[] = {"kind", "output", NULL};
-    static const char *const fail[] = {"kind", "error", NULL};
+    static const char *const activity01[] = {"kind", "action", "input", "outcomes", NULL};
+    static const char *const await01[] = {"kind", "signal", "outcomes", NULL};
+    static const char *const complete01[] = {"kind", "output", NULL};
+    static const char *const fail01[] = {"kind", "error", NULL};
+    static const char *const activity02[] = {"kind", "action", "input", "outcomes", "loopLimits",
+                                             "outputSchemas", NULL};
+    static const char *const await02[] = {"kind", "signal", "outcomes", "timeoutMs",
+                                          "loopLimits", "outputSchemas", NULL};
+    static const char *const complete02[] = {"kind", "output", "loopLimits", "outputSchemas", NULL};
+    static const char *const fail02[] = {"kind", "error", "loopLimits", "outputSchemas", NULL};
+    const char *const *activity = L->v02 ? activity02 : activity01;
+    const char *const *await = L->v02 ? await02 : await01;
+    const char *const *complete = L->v02 ? complete02 : complete01;
+    const char *const *fail = L->v02 ? fail02 : fail01;
     if (!json_is_object(obj) || !json_is_string(json_object_get(obj, "kind")))
         return INVALID(L, "node %s must be an object with a kind", n->id);
     const char *kind = json_string_value(json_object_get(obj, "kind"));
+    if (L->v02) {
+        bool handled;
+        int rc = sp_decode02_node(n, obj, kind, L->fail, &handled);
+        if (rc || handled)
+            return rc;
+    }
     if (strcmp(kind, "activity") == 0) {
         n->kind = SP_NODE_ACTIVITY;
         const json_t *action = json_object_get(obj, "action");
@@ -269,6 +288,7 @@ static int decode(loader *L, sp_workflow *wf)
 
 static int w07_action(loader *L, sp_action *a)
 {
+    bool v02 = L->v02;
     static const char *const retry_allowed[] = {"maxAttempts", "backoffMs", "maxBackoffMs", NULL};
     const json_t *effect = json_object_get(a->raw, "effect");
     const json_t *outcomes = json_object_get(a->raw, "outcomes");
@@ -330,8 +350,8 @@ static int w07_action(loader *L, sp_action *a)
             return INVALID(L, "W07: action %s: outcome \"%s\" breaks [a-z0-9][a-z0-9-]{0,63}",
                            a->id, a->outcomes[i]);
     for (size_t i = 0; i < n; i++)
-        if (strcmp(a->outcomes[i], "failed") == 0)
-            return INVALID(L, "W07: action %s: outcome \"failed\" is reserved", a->id);
+        if (strcmp(a->outcomes[i], "failed") == 0 || (v02 && strcmp(a->outcomes[i], "exhausted") == 0))
+            return INVALID(L, "W07: action %s: outcome \"%s\" is reserved", a->id, a->outcomes[i]);
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n; j++)
             if (strcmp(a->outcomes[i], a->outcomes[j]) == 0)
@@ -357,7 +377,8 @@ static int w08_activity(loader *L, const sp_workflow *wf, sp_node *n)
     json_object_keylen_foreach(n->routes, key, klen, target)
     {
         bool failed = klen == 6 && memcmp(key, "failed", 6) == 0;
-        if (!failed && !sp_action_declares(n->action, key, klen))
+        bool exhausted = n->loop_limits && klen == 9 && memcmp(key, "exhausted", 9) == 0;
+        if (!failed && !exhausted && !sp_action_declares(n->action, key, klen))
             return INVALID(L, "W08: node %s: route %s is not a declared outcome", n->id, key);
     }
     json_object_foreach(n->routes, key, target)
@@ -381,6 +402,8 @@ static int w09_await(loader *L, const sp_workflow *wf, const sp_node *n)
     {
         if (!sp_is_outcome(key, klen))
             return INVALID(L, "W09: node %s: outcome key breaks the outcome pattern", n->id);
+        if (L->v02 && !n->loop_limits && klen == 9 && memcmp(key, "exhausted", 9) == 0)
+            return INVALID(L, "W09: node %s: exhausted is routed only with loopLimits", n->id);
     }
     json_object_foreach(n->routes, key, target)
     {
@@ -392,8 +415,9 @@ static int w09_await(loader *L, const sp_workflow *wf, const sp_node *n)
 
 static int validate(loader *L, sp_workflow *wf)
 {
-    if (strcmp(json_string_value(json_object_get(wf->doc, "format")), SP_WORKFLOW_FORMAT) != 0)
-        return INVALID(L, "W01: format must be %s", SP_WORKFLOW_FORMAT);
+    const char *format = L->v02 ? SP_WORKFLOW_FORMAT_02 : SP_WORKFLOW_FORMAT;
+    if (strcmp(json_string_value(json_object_get(wf->doc, "format")), format) != 0)
+        return INVALID(L, "W01: format must be %s", format);
     if (!str_pattern(json_object_get(wf->doc, "name"), sp_is_name))
         return INVALID(L, "W02: name breaks [A-Za-z0-9_.-]{1,128}");
     if (wf->nnodes < 1 || wf->nnodes > 256)
@@ -435,12 +459,31 @@ static int validate(loader *L, sp_workflow *wf)
         if (node_id && !json_is_null(node_id))
             return INVALID(L, "W11: node %s: error.nodeId must be null", n->id);
     }
-    return 0;
+    if (!L->v02)
+        return 0;
+    int rc = sp_validate02(wf, L->fail, &L->oom);
+    return rc;
+}
+
+sp_semantics sp_workflow_semantics_of(const json_t *doc)
+{
+    const json_t *format = json_object_get(doc, "format");
+    return json_is_string(format) && strcmp(json_string_value(format), SP_WORKFLOW_FORMAT_02) == 0 &&
+                   strlen(SP_WORKFLOW_FORMAT_02) == json_string_length(format)
+               ? SP_SEM_02
+               : SP_SEM_01;
 }
 
 sp_workflow *sp_workflow_load(const char *bytes, size_t len, sp_kernel_failure *fail, bool *oom)
 {
-    loader L = {fail, false};
+    return sp_workflow_load_as(bytes, len, (sp_semantics)-1, fail, oom);
+}
+
+/* sem (sp_semantics)-1: chosen by the format */
+sp_workflow *sp_workflow_load_as(const char *bytes, size_t len, sp_semantics sem,
+                                 sp_kernel_failure *fail, bool *oom)
+{
+    loader L = {fail, false, false};
     *oom = false;
     sp_workflow *wf = calloc(1, sizeof *wf);
     if (!wf) {
@@ -466,6 +509,15 @@ sp_workflow *sp_workflow_load(const char *bytes, size_t len, sp_kernel_failure *
     wf->canonical[len] = '\0';
     wf->canonical_len = len;
     sp_digest_one("package", bytes, len, wf->package_digest);
+    wf->semantics = sp_workflow_semantics_of(wf->doc);
+    if (sem == SP_SEM_02 && wf->semantics != SP_SEM_02) {
+        reject(&L, "incompatible-version", "version.semantics",
+               "semantics 0.2 runs only %s packages", SP_WORKFLOW_FORMAT_02);
+        goto failed;
+    }
+    if (sem == SP_SEM_01)
+        wf->semantics = SP_SEM_01; /* a 0.2 package under 0.1: W01 */
+    L.v02 = wf->semantics == SP_SEM_02;
     if (decode(&L, wf) || validate(&L, wf))
         goto failed;
     return wf;

@@ -3,7 +3,9 @@
  *
  * The runner supplies what the format says it supplies: the package digest
  * of the canonical workflow, kernel digest "trace:runspore.trace/0.1",
- * semantics 0.1, codec jcs-int53/1, the default budget with the trace's
+ * semantics 0.1 - or 0.2 for a workflow whose format is spore.workflow/0.2
+ * (docs/format-0.2.md; a step's identity still overrides) -, codec
+ * jcs-int53/1, the default budget of that semantics with the trace's
  * overrides, and the snapshot threaded from the last step that produced a
  * decision (or, with keep_state, its decoded state). Must never skip a
  * member: snapshot, both digests, every command and diagnostic field, or the
@@ -60,6 +62,7 @@ typedef struct step {
 
 struct sp_trace {
     char *name;
+    const char *semantics; /* the default: chosen by the workflow's format */
     bytes graph;
     char package_digest[SP_DIGEST_TEXT_LEN + 1];
     sp_kernel_limits limits;
@@ -232,7 +235,7 @@ static int load_step(step *s, const json_t *js, size_t i, sp_error *err)
 
 static int load_limits(sp_trace *t, const json_t *limits, sp_error *err)
 {
-    t->limits = SP_KERNEL_DEFAULT_LIMITS;
+    t->limits = sp_kernel_default_limits(t->semantics);
     if (!limits)
         return 0;
     static const struct {
@@ -265,6 +268,8 @@ static int load_doc(sp_trace *t, const json_t *doc, sp_error *err)
         return bad(err, "a trace needs name, workflow and steps", (size_t)-1);
     if (canonical(wf, &t->graph, err))
         return -1;
+    t->semantics = sp_workflow_semantics_of(wf) == SP_SEM_02 ? SP_SEMANTICS_VERSION_02
+                                                              : SP_SEMANTICS_VERSION;
     sp_digest_one("package", t->graph.data, t->graph.len, t->package_digest);
     if (load_limits(t, json_object_get(doc, "limits"), err))
         return -1;
@@ -559,7 +564,7 @@ bool sp_trace_replay_with(const sp_trace *t, const sp_trace_options *opts, sp_tr
         sp_kernel_request req = {
             .identity = {s->package_digest ? s->package_digest : t->package_digest,
                          s->kernel_digest ? s->kernel_digest : TRACE_KERNEL_DIGEST,
-                         s->semantics ? s->semantics : SP_SEMANTICS_VERSION,
+                         s->semantics ? s->semantics : t->semantics,
                          s->codec ? s->codec : SP_CODEC_VERSION},
             .graph = t->graph.data,
             .graph_len = t->graph.len,
