@@ -22,11 +22,7 @@ static bool terminal(const char *status)
            strcmp(status, "cancelled") == 0;
 }
 
-static bool format_02(const sp_workflow *wf)
-{
-    const char *format = json_string_value(json_object_get(wf->doc, "format"));
-    return format && strcmp(format, "spore.workflow/0.2") == 0;
-}
+static bool format_02(const sp_workflow *wf) { return wf->semantics == SP_SEM_02; }
 
 /* The run's workflow is 0.2 and the run has not ended. */
 static int check_cancellable(sp_engine *e, const sp_run_key *key, sp_cancel_answer *a,

@@ -21,8 +21,20 @@
 /* The package's format chooses the semantics (docs/format-0.2.md). */
 static const char *semantics_of(const sp_workflow *wf)
 {
-    const char *format = json_string_value(json_object_get(wf->doc, "format"));
-    return format && strcmp(format, "spore.workflow/0.2") == 0 ? "0.2" : SP_SEMANTICS_VERSION;
+    return wf->semantics == SP_SEM_02 ? SP_SEMANTICS_VERSION_02 : SP_SEMANTICS_VERSION;
+}
+
+/* The budget of a turn: the configured one for 0.1; for 0.2 its own default
+ * (a map's results live in the snapshot, kernel.md §8.9) unless the host
+ * configured a larger state budget. */
+static sp_kernel_limits limits_of(const sp_engine *e, const sp_workflow *wf)
+{
+    if (wf->semantics != SP_SEM_02)
+        return e->cfg.limits;
+    sp_kernel_limits l = sp_kernel_default_limits(SP_SEMANTICS_VERSION_02);
+    if (e->cfg.limits.max_state_bytes > l.max_state_bytes)
+        l.max_state_bytes = e->cfg.limits.max_state_bytes;
+    return l;
 }
 
 static int quarantine(sp_engine *e, const sp_run_key *key, uint64_t revision, const char *code,
@@ -145,7 +157,7 @@ static turn_result one_turn(sp_engine *e, const sp_turn *t, sp_tick_stats *stats
         .want_state = true,
         .event = {t->event.event_id, t->event.sequence, t->event.accepted_at_ms, t->event.kind,
                   t->event.body, t->event.body_len},
-        .limits = e->cfg.limits,
+        .limits = limits_of(e, wf),
     };
     sp_kernel_decision d;
     sp_kernel_failure f;

@@ -84,7 +84,8 @@ static int seal_actions(json_t *doc, const sp_validate_opts *opts, sp_error *err
     return rc;
 }
 
-static int dry_run(const sp_validated *v, const json_t *input, const char *run_id, sp_error *err)
+static int dry_run(const json_t *doc, const sp_validated *v, const json_t *input,
+                   const char *run_id, sp_error *err)
 {
     json_t *payload = json_pack("{s:s,s:s,s:O}", "tenant", "default", "runId",
                                 run_id ? run_id : VALIDATE_RUN_ID, "input",
@@ -94,13 +95,16 @@ static int dry_run(const sp_validated *v, const json_t *input, const char *run_i
     json_decref(payload);
     if (!bytes)
         return payload ? -1 : sp_oom(err);
+    /* the package's format chooses the semantics, as for its runs */
+    const char *semantics = sp_workflow_semantics_of(doc) == SP_SEM_02 ? SP_SEMANTICS_VERSION_02
+                                                                          : SP_SEMANTICS_VERSION;
     sp_kernel_request req = {
-        .identity = {v->package_digest, "native:spore-kernel@" SP_SEMANTICS_VERSION,
-                     SP_SEMANTICS_VERSION, SP_CODEC_VERSION},
+        .identity = {v->package_digest, "native:spore-kernel@" SP_SEMANTICS_VERSION, semantics,
+                     SP_CODEC_VERSION},
         .graph = v->package,
         .graph_len = v->package_len,
         .event = {"start", 1, 0, "run.started", bytes, len},
-        .limits = SP_KERNEL_DEFAULT_LIMITS,
+        .limits = sp_kernel_default_limits(semantics),
     };
     sp_kernel_decision d;
     sp_kernel_failure f;
@@ -147,7 +151,7 @@ int sp_validate_workflow(const json_t *doc, const json_t *input, const char *run
     sp_digest_one("package", out->package, out->package_len, out->package_digest);
     out->nnodes = json_object_size(json_object_get(doc, "nodes"));
     out->nactions = json_object_size(json_object_get(doc, "actions"));
-    if (dry_run(out, input, run_id, err)) {
+    if (dry_run(doc, out, input, run_id, err)) {
         sp_validated_free(out);
         return -1;
     }
