@@ -232,17 +232,26 @@ int spore_release(spore_db *db, const char *run_id, bool *duplicate, spore_error
     return 0;
 }
 
+/* The run's key, and the request ID: the caller's, else a fresh req_<hex>. */
+static int request_of(spore_db *db, const char *run_id, sp_run_key *key, const char **request_id,
+                      char fresh[32], spore_error *err)
+{
+    if (key_of(db, run_id, key, err))
+        return -1;
+    if (!*request_id) {
+        fresh_id("req_", fresh, 32);
+        *request_id = fresh;
+    }
+    return 0;
+}
+
 int spore_cancel(spore_db *db, const char *run_id, const char *reason, const char *request_id,
                  bool *already_terminal, spore_error *err)
 {
     sp_run_key key;
-    if (key_of(db, run_id, &key, err))
-        return -1;
     char fresh[32];
-    if (!request_id) {
-        fresh_id("req_", fresh, sizeof fresh);
-        request_id = fresh;
-    }
+    if (request_of(db, run_id, &key, &request_id, fresh, err))
+        return -1;
     sp_error e = {0};
     sp_cancel_answer a;
     if (sp_engine_cancel(db->engine, &key, request_id, reason ? reason : "cancelled", "libspore",
@@ -257,13 +266,9 @@ int spore_retry(spore_db *db, const char *run_id, const char *request_id, size_t
                 spore_error *err)
 {
     sp_run_key key;
-    if (key_of(db, run_id, &key, err))
-        return -1;
     char fresh[32];
-    if (!request_id) {
-        fresh_id("req_", fresh, sizeof fresh);
-        request_id = fresh;
-    }
+    if (request_of(db, run_id, &key, &request_id, fresh, err))
+        return -1;
     sp_error e = {0};
     size_t n = 0;
     if (sp_engine_retry(db->engine, &key, request_id, &n, &e))

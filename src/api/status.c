@@ -36,6 +36,26 @@ static json_t *invocation_json(const sv_invocation *i)
     return o;
 }
 
+/* A map's progress, never its items or results (they may be megabytes):
+ * activation -> {activationId, node, total, done, running}. */
+static json_t *maps_json(const json_t *maps)
+{
+    json_t *out = json_object();
+    const char *id;
+    json_t *m;
+    json_object_foreach((json_t *)maps, id, m) {
+        json_t *slim = json_object();
+        static const char *const keep[] = {"activationId", "node", "total", "done", "running"};
+        for (size_t i = 0; slim && i < sizeof keep / sizeof keep[0]; i++) {
+            json_t *v = json_object_get(m, keep[i]);
+            if (v)
+                json_object_set(slim, keep[i], v);
+        }
+        json_object_set_new(out, id, slim);
+    }
+    return out;
+}
+
 /* A 0.2 run's invocations (in flight or needing a person), interventions
  * (those that need a person: unknown or stuck), timers, branches and maps.
  * A 0.1 run's status keeps exactly its members (position, invocation). */
@@ -65,7 +85,7 @@ static void add_state_members(json_t *out, const sp_run_view *v)
     json_object_set_new(out, "timers", timers);
     json_object_set_new(out, "branches",
                         st.branches ? json_incref((json_t *)st.branches) : json_null());
-    json_object_set_new(out, "maps", st.maps ? json_incref((json_t *)st.maps) : json_null());
+    json_object_set_new(out, "maps", st.maps ? maps_json(st.maps) : json_null());
     sv_free(&st);
 }
 

@@ -88,13 +88,11 @@ int cmd_cancel(int argc, char **argv)
     const cli_option opts[] = {{"--reason", true, &reason, NULL},
                                {"--id", true, &id, NULL},
                                {NULL, false, NULL, NULL}};
-    int rc = cli_begin(&c, argc, argv, opts, CANCEL_HELP, 1, "a run ID");
-    if (rc)
-        return rc == CLI_HELP_SHOWN ? EXIT_OK : rc;
     session s;
     sp_run_key key;
-    if ((rc = session_open_run(&s, &c, c.positional[0], &key)))
-        return rc;
+    int rc = session_begin_run(&s, &c, argc, argv, opts, CANCEL_HELP, 1, &key);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
     char fresh[64], by[128];
     fresh_id("req_", fresh, sizeof fresh);
     requested_by(by, sizeof by);
@@ -114,13 +112,11 @@ int cmd_retry(int argc, char **argv)
     cli c = {.command = "retry", .store_use = CLI_STORE_ANSWERS};
     const char *id = NULL;
     const cli_option opts[] = {{"--id", true, &id, NULL}, {NULL, false, NULL, NULL}};
-    int rc = cli_begin(&c, argc, argv, opts, RETRY_HELP, 1, "a run ID");
-    if (rc)
-        return rc == CLI_HELP_SHOWN ? EXIT_OK : rc;
     session s;
     sp_run_key key;
-    if ((rc = session_open_run(&s, &c, c.positional[0], &key)))
-        return rc;
+    int rc = session_begin_run(&s, &c, argc, argv, opts, RETRY_HELP, 1, &key);
+    if (rc)
+        return rc < 0 ? EXIT_OK : rc;
     char fresh[64], next[4400];
     fresh_id("req_", fresh, sizeof fresh);
     size_t count = 0;

@@ -49,14 +49,6 @@ static const char *disposition_name(sp_disposition d)
     return d == SP_APPLIED ? "applied" : "duplicate";
 }
 
-static int prologue(cli *c, int argc, char **argv, const cli_option *opts, const char *help,
-                    int positional, session *s, sp_run_key *key)
-{
-    int rc = cli_begin(c, argc, argv, opts, help, positional,
-                       positional == 1 ? "a run ID" : "a run ID and one more argument");
-    return rc ? rc : session_open_run(s, c, c->positional[0], key);
-}
-
 static void fresh_id(const char *prefix, char *out, size_t n)
 {
     char hex[17];
@@ -109,7 +101,7 @@ int cmd_signal(int argc, char **argv)
                                {NULL, false, NULL, NULL}};
     session s;
     sp_run_key key;
-    int rc = prologue(&c, argc, argv, opts, SIGNAL_HELP, 2, &s, &key);
+    int rc = session_begin_run(&s, &c, argc, argv, opts, SIGNAL_HELP, 2, &key);
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
     sp_error err = {0};
@@ -193,7 +185,7 @@ int cmd_release(int argc, char **argv)
     cli c = {.command = "release", .store_use = CLI_STORE_ANSWERS};
     session s;
     sp_run_key key;
-    int rc = prologue(&c, argc, argv, NULL, RELEASE_HELP, 1, &s, &key);
+    int rc = session_begin_run(&s, &c, argc, argv, NULL, RELEASE_HELP, 1, &key);
     if (rc)
         return rc < 0 ? EXIT_OK : rc;
     sp_error err = {0};

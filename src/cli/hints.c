@@ -3,6 +3,8 @@
  */
 #include "cli/hints.h"
 
+#include "engine/stateview.h"
+
 #include <string.h>
 
 #include "json/json.h"
@@ -16,6 +18,34 @@ typedef struct run_hint {
 static const char *snapshot_text(const json_t *snap, const char *obj, const char *member)
 {
     return json_string_value(json_object_get(json_object_get(snap, obj), member));
+}
+
+/* The first invocation that needs a person: a 0.1 run's one, or the first
+ * unknown or stuck one of a 0.2 run; a stuck one is retried with `retry`. */
+static void hint_intervention(const cli *c, const sp_run_view *v, const json_t *snap,
+                              run_hint *h)
+{
+    sv_state st;
+    sp_error err = {0};
+    const sv_invocation *inv = NULL;
+    bool parsed = v->snapshot && sv_parse(v->snapshot, v->snapshot_len, &st, &err) == 0;
+    sp_error_clear(&err);
+    for (size_t i = 0; parsed && !inv && i < st.ninvocations; i++)
+        if (st.invocations[i].state != SV_SCHEDULED)
+            inv = &st.invocations[i];
+    if (inv && inv->state == SV_STUCK)
+        cli_next_command(c, h->next, sizeof h->next,
+                         "retry %s   (or: spore resolve %s %s --complete <outcome> | --fail "
+                         "<message>)",
+                         v->key.run_id, v->key.run_id, inv->invocation_id);
+    else
+        cli_next_command(c, h->next, sizeof h->next,
+                         "resolve %s %s --complete <outcome> | --retry | --fail <message>",
+                         v->key.run_id,
+                         inv ? inv->invocation_id
+                             : snapshot_text(snap, "invocation", "invocationId"));
+    if (parsed)
+        sv_free(&st);
 }
 
 static void hint_external(const cli *c, const sp_run_view *v, const json_t *step, run_hint *h)
@@ -48,7 +78,8 @@ static void hint_of(const cli *c, const sp_run_view *v, const json_t *snap, cons
         cli_next_command(c, h->next, sizeof h->next, "resume %s", v->key.run_id);
         return;
     }
-    if (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0)
+    if (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
+        strcmp(status, "cancelled") == 0)
         return;
     if (json_is_object(wait)) {
         const char *outcome =
@@ -59,9 +90,7 @@ static void hint_of(const cli *c, const sp_run_view *v, const json_t *snap, cons
         return;
     }
     if (strcmp(status, "needs-intervention") == 0) {
-        cli_next_command(c, h->next, sizeof h->next,
-                         "resolve %s %s --complete <outcome> | --retry | --fail <message>",
-                         v->key.run_id, snapshot_text(snap, "invocation", "invocationId"));
+        hint_intervention(c, v, snap, h);
         return;
     }
     hint_external(c, v, step, h);

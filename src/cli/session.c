@@ -251,6 +251,14 @@ int session_open_run(session *s, cli *c, const char *run_id, sp_run_key *key)
     return rc;
 }
 
+int session_begin_run(session *s, cli *c, int argc, char **argv, const cli_option *opts,
+                      const char *help, int positional, sp_run_key *key)
+{
+    int rc = cli_begin(c, argc, argv, opts, help, positional,
+                       positional == 1 ? "a run ID" : "a run ID and one more argument");
+    return rc ? rc : session_open_run(s, c, c->positional[0], key);
+}
+
 int session_exit_for_park(sp_park park)
 {
     switch (park) {

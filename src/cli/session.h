@@ -39,6 +39,11 @@ int session_run_key(session *s, const char *run_id, sp_run_key *key);
 /* session_open() and session_run_key() in one: the store, an engine and
  * the key of an existing run; on failure nothing stays open. */
 int session_open_run(session *s, cli *c, const char *run_id, sp_run_key *key);
+/* cli_begin with `positional` arguments, the first a run ID, then
+ * session_open_run: 0, CLI_HELP_SHOWN after --help, or an exit code (the
+ * error is reported). */
+int session_begin_run(session *s, cli *c, int argc, char **argv, const cli_option *opts,
+                      const char *help, int positional, sp_run_key *key);
 
 /* Print `err` and return the exit code its code maps to. */
 int session_fail(session *s, sp_error *err);
