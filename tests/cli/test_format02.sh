@@ -19,6 +19,9 @@
 # - `cancel` of a run whose command step sleeps 60 s leaves no process of
 #   the step within 2 s, the run `cancelled` and the serving `resume` exits
 #   8; cancel again: already-terminal (exit 0); a 0.1 run: refused, exit 2;
+# - cancel of a claimed external step: the run is cancelled at once (the
+#   command takes the cancel, no worker serves the run) and the step's token
+#   no longer completes it;
 # - a failed step without a `failed` route parks the run (exit 4, the step
 #   stuck in `interventions`); `retry` re-runs that step alone and the run
 #   completes.
@@ -152,6 +155,21 @@ expect_json '.disposition == "already-terminal"' "cancel again: already-terminal
 sp start "$wf/three-steps.json" --db "$db" --json
 old=$(jq -r '.runId' <<<"$out")
 expect_error 2 run.cancel-unsupported "cancel of a 0.1 run" -- cancel "$old" --db "$db"
+
+# ---- cancel of an external step: its token stops working ----
+sp run "$wf/external02.json" --input '{"doc": "draft"}' --db "$db" --json
+expect_rc 6 "external: run waits on the claimable step"
+run=$(jq -r '.runId' <<<"$out")
+sp step claim "$run" --db "$db" --actor reviewer --json
+expect_json '.claimed == true' "external: claimed"
+token=$(jq -r .token <<<"$out")
+sp cancel "$run" --db "$db" --json
+expect_rc 0 "external: cancel"
+expect_json '.status == "cancelled"' "external: cancelled at once (no worker serves it)"
+sp step complete "$token" --db "$db" --outcome approved --output '{"by": "ana"}' --json
+[ "$rc" -ne 0 ] || fail "external: the token of a cancelled step still completes it"
+sp status "$run" --db "$db" --json
+expect_json '.status == "cancelled" and .nodes.review == null' "external: nothing recorded after the cancel"
 
 # ---- a stuck step, retried ----
 : >"$SPORE_TEST_LOG"
