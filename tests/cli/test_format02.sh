@@ -93,6 +93,12 @@ expect_json '.status == "completed" and .result.output.slept == true' "sleep: co
 run=$(jq -r '.runId' <<<"$out")
 [ $((t1 - t0)) -ge 1500 ] || fail "sleep: completed after $((t1 - t0)) ms, before its 1500 ms"
 [ "$(count_kind "$run" timer.fired)" = 1 ] || fail "sleep: want exactly one timer.fired"
+# fired within one poll interval (200 ms) and a transition of its due time,
+# by the store's clock: the accepted time of timer.fired against dueAtMs
+late=$(events_json "$run" | jq '
+  ([.events[] | select(.kind == "timer.fired")][0].acceptedAtMs | tonumber) -
+  ([.events[] | select(.kind == "run.started")][0].acceptedAtMs | tonumber) - 1500')
+[ "$late" -ge 0 ] && [ "$late" -le 1000 ] || fail "sleep: timer.fired $late ms after its due time"
 
 sp run "$wf/sleep.json" --max-wait 100ms --db "$db" --json
 expect_rc 7 "sleep: --max-wait below the timer parks with exit 7"
