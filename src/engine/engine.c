@@ -25,6 +25,7 @@ sp_engine_config sp_engine_defaults(void)
         .lease_ms = 10000,
         .heartbeat_ms = 3000,
         .poll_ms = 200,
+        .listen_poll_ms = 5000,
         .shutdown_grace_ms = 10000,
         .max_concurrent_activities = 16,
         .turns_per_run = 32,
@@ -116,6 +117,8 @@ sp_engine *sp_engine_new(sp_store *store, const sp_engine_config *config, sp_err
     if (!e->cfg.lease_ms) e->cfg.lease_ms = d.lease_ms;
     if (!e->cfg.heartbeat_ms) e->cfg.heartbeat_ms = d.heartbeat_ms;
     if (!e->cfg.poll_ms) e->cfg.poll_ms = d.poll_ms;
+    if (!e->cfg.listen_poll_ms) e->cfg.listen_poll_ms = d.listen_poll_ms;
+    if (e->cfg.listen_poll_ms < e->cfg.poll_ms) e->cfg.listen_poll_ms = e->cfg.poll_ms;
     if (!e->cfg.max_concurrent_activities)
         e->cfg.max_concurrent_activities = d.max_concurrent_activities;
     if (e->cfg.max_concurrent_activities > SP_ENGINE_CONCURRENCY_MAX)
@@ -150,6 +153,8 @@ void sp_engine_free(sp_engine *e)
     pthread_mutex_unlock(&e->mu);
     engine_attempts_reap(e, true);
     engine_pool_stop(e);
+    sp_store_listener_stop(e->listener); /* serve() stops it; an early exit may not have */
+    e->listener = NULL;
     engine_tick_free(e);
     engine_runstate_free(e);
     engine_held_reap(e, true);

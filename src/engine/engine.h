@@ -54,6 +54,10 @@ typedef struct sp_engine_config {
     uint64_t lease_ms;     /* 10000 */
     uint64_t heartbeat_ms; /* 3000 */
     uint64_t poll_ms;      /* 200 */
+    /* serve() with a store that wakes it (PostgreSQL LISTEN/NOTIFY): idle
+     * waits, and sweeps, this long at most; new work wakes it at once. 5000
+     * (0 = the default); never shorter than poll_ms. */
+    uint64_t listen_poll_ms;
     uint64_t shutdown_grace_ms;         /* 10000 */
     uint32_t max_concurrent_activities; /* 16: steps at once (--concurrency) */
     uint32_t turns_per_run;             /* 32 */

@@ -178,6 +178,9 @@ struct sp_engine {
     uint64_t runstate_clock;
     uint64_t next_sweep_ms;  /* monotonic: when sweep and held tick run next */
     uint64_t next_timers_ms; /* monotonic: when due timers are looked for next */
+    bool listening;          /* serve() has the store's wake-ups (listener below) */
+    bool timers_changed;     /* e->mu: woken by the store: a timer may be new */
+    sp_store_listener *listener;
     bool batch_failed;       /* a store call in the open batch failed transiently */
     sp_strlist deferred;     /* failpoints fired when the open batch commits */
     sp_strlist cancels;      /* invocations the open batch cancels (activity.cancel) */

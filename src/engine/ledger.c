@@ -105,6 +105,19 @@ sp_store_rc ledger_scan_timers(sp_engine *e, size_t limit, sp_timer_page *out, s
     return sp_store_scan_timers(e->store, limit, out, err);
 }
 
+sp_store_rc ledger_next_timer(sp_engine *e, uint64_t *due_at_ms, sp_error *err)
+{
+    return sp_store_next_timer(e->store, NULL, due_at_ms, err);
+}
+
+sp_store_listener *ledger_listen(sp_engine *e, sp_wake_fn fn, void *ctx)
+{
+    sp_error err = {0};
+    sp_store_listener *l = sp_store_listen(e->store, fn, ctx, &err);
+    sp_error_clear(&err); /* no wake-ups: the engine polls, as without them */
+    return l;
+}
+
 void ledger_signal_id(const char *message_id, char out[SP_STORE_REQUEST_ID_MAX])
 {
     snprintf(out, SP_STORE_REQUEST_ID_MAX, "signal/%s", message_id);

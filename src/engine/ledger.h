@@ -41,6 +41,10 @@ sp_store_rc ledger_fire_timer(struct sp_engine *e, const sp_timer_item *t,
                               sp_append_event_res *res, sp_error *err);
 sp_store_rc ledger_scan_timers(struct sp_engine *e, size_t limit, sp_timer_page *out,
                                sp_error *err);
+/* The earliest due time of every stored timer (0: none). */
+sp_store_rc ledger_next_timer(struct sp_engine *e, uint64_t *due_at_ms, sp_error *err);
+/* Wake-ups from the store (PostgreSQL LISTEN/NOTIFY): NULL when it has none. */
+sp_store_listener *ledger_listen(struct sp_engine *e, sp_wake_fn fn, void *ctx);
 /* Lift a quarantine: request release/<revision>/<quarantineAtMs>. */
 sp_store_rc ledger_release(struct sp_engine *e, const sp_run_key *key, uint64_t revision,
                            uint64_t quarantine_at_ms, sp_flag_res *res, sp_error *err);

@@ -65,10 +65,17 @@ void engine_tick_free(sp_engine *e)
 
 /* ---- one pass ---- */
 
+/* How long an idle loop waits: the poll interval, or - woken by the store
+ * when work arrives - the longer listen_poll_ms. */
+static uint64_t idle_ms(const sp_engine *e)
+{
+    return e->listening ? e->cfg.listen_poll_ms : e->cfg.poll_ms;
+}
+
 uint64_t engine_sweep_every_ms(const sp_engine *e)
 {
-    uint64_t quarter = e->cfg.lease_ms / 4;
-    uint64_t every = e->cfg.poll_ms < quarter ? e->cfg.poll_ms : quarter;
+    uint64_t quarter = e->cfg.lease_ms / 4, idle = idle_ms(e);
+    uint64_t every = idle < quarter ? idle : quarter;
     return every ? every : 1;
 }
 
@@ -294,15 +301,45 @@ void sp_engine_shutdown(sp_engine *e)
     pthread_mutex_unlock(&e->mu);
 }
 
+/* The store says work was committed (a new timer: look at the timers in
+ * the next pass, not at the sweep's next look). */
+static void wake_from_store(void *ctx, unsigned what)
+{
+    sp_engine *e = ctx;
+    if (what & SP_WAKE_TIMERS) {
+        pthread_mutex_lock(&e->mu);
+        e->timers_changed = true;
+        pthread_mutex_unlock(&e->mu);
+    }
+    engine_wake(e);
+}
+
+/* An idle serve() waits until new work wakes it, an attempt settles, or
+ * the next sweep or timer is due - at most idle_ms. */
+static uint64_t serve_wait_ms(const sp_engine *e)
+{
+    uint64_t now = engine_mono_ms(), wait = idle_ms(e);
+    const uint64_t due[] = {e->next_sweep_ms, e->next_timers_ms};
+    for (size_t i = 0; i < 2; i++)
+        if (due[i] > now && due[i] - now < wait)
+            wait = due[i] - now;
+    return wait ? wait : 1;
+}
+
 int sp_engine_serve(sp_engine *e, sp_error *err)
 {
     uint64_t begun = engine_mono_ms(), turns = 0, claimed = 0;
     unsigned failed_ticks = 0;
+    e->listener = ledger_listen(e, wake_from_store, e);
+    e->listening = e->listener != NULL;
     engine_fault_serving(e, true);
     while (!engine_interrupted(e)) {
         sp_tick_stats stats;
         group_wait(e);
         if (sp_engine_tick(e, &stats, err)) {
+            sp_store_listener_stop(e->listener);
+            e->listener = NULL;
+            e->listening = false;
             engine_fault_serving(e, false);
             return -1;
         }
@@ -313,8 +350,11 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
                                   engine_mono_ms() - begun);
         uint64_t backoff = engine_fault_pass(e, stats.store_unavailable, &failed_ticks, err);
         if (backoff || !sp_tick_again(&stats))
-            engine_wait(e, backoff ? backoff : e->cfg.poll_ms);
+            engine_wait(e, backoff ? backoff : serve_wait_ms(e));
     }
+    sp_store_listener_stop(e->listener);
+    e->listener = NULL;
+    e->listening = false;
     engine_fault_serving(e, false);
     sp_engine_shutdown(e);
     sp_tick_stats stats;

@@ -5,16 +5,40 @@
  * (timer.fired appended once, the timer deleted), so the run's transition
  * on it commits with the firing.
  *
+ * After each look the next one is set for the earliest stored timer when it
+ * is due before the sweep's next look, so a timer fires on time even when
+ * the worker polls rarely (woken by LISTEN/NOTIFY).
+ *
  * Must never fire a timer before the store says it is due, or fail a pass
  * because another worker fired or a decision cancelled a timer first.
  */
 #include "engine/internal.h"
 #include "engine/ledger.h"
 
+/* Look again at the next stored timer's due time when it comes before the
+ * sweep's next look (an idle worker's wait ends then too). */
+static void look_again_when_due(sp_engine *e, uint64_t mono_now)
+{
+    uint64_t due = 0;
+    sp_error err = {0};
+    if (ledger_next_timer(e, &due, &err) != SP_STORE_OK || due == 0) {
+        sp_error_clear(&err);
+        return;
+    }
+    uint64_t wall = engine_wall_ms();
+    uint64_t at = mono_now + (due > wall ? due - wall : 0);
+    if (at < e->next_timers_ms)
+        e->next_timers_ms = at;
+}
+
 int engine_fire_timers(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
     uint64_t now = engine_mono_ms();
-    if (now < e->next_timers_ms)
+    pthread_mutex_lock(&e->mu);
+    bool changed = e->timers_changed;
+    e->timers_changed = false;
+    pthread_mutex_unlock(&e->mu);
+    if (now < e->next_timers_ms && !changed)
         return 0;
     e->next_timers_ms = now + engine_sweep_every_ms(e);
     sp_timer_page page;
@@ -39,6 +63,8 @@ int engine_fire_timers(sp_engine *e, sp_tick_stats *stats, sp_error *err)
     if (page.n == ENGINE_PAGE) { /* a full page: look again at once */
         e->next_timers_ms = 0;
         stats->more = true;
+    } else if (result == 0) {
+        look_again_when_due(e, now);
     }
     sp_timer_page_free(&page);
     return result;

@@ -71,6 +71,11 @@ typedef struct sp_db_dialect {
  * selection statement may still end with dialect.skip_locked. */
 typedef enum sp_db_tx { SP_DB_READ, SP_DB_WRITE, SP_DB_SCAN, SP_DB_ONE } sp_db_tx;
 
+/* What every adapter's listener starts with (its own state follows). */
+struct sp_store_listener {
+    void (*stop)(struct sp_store_listener *self); /* stop its thread, free it */
+};
+
 typedef struct sp_db_driver {
     const char *name; /* "sqlite" | "postgres" */
     sp_db_dialect dialect;
@@ -92,6 +97,10 @@ typedef struct sp_db_driver {
      * clock when one was given, else the database's (or system) clock. */
     uint64_t (*now_ms)(void *conn);
     void (*close)(void *conn);
+    /* Optional (NULL: the adapter has no wake-ups, the engine polls): call
+     * fn(ctx) from a thread of the driver's own whenever any process has
+     * committed new work (sp_store_listen, store.h). */
+    sp_store_listener *(*listen)(void *conn, sp_wake_fn fn, void *ctx, sp_error *err);
 } sp_db_driver;
 
 /* ---- shared by the drivers (dbutil.c) ---- */

@@ -106,15 +106,18 @@ sp_store_rc sp_store_scan_timers(sp_store *s, size_t limit, sp_timer_page *out, 
     return rc;
 }
 
-/* The next due time of the run's stored timers; 0 when it has none. */
+/* The next due time of the run's stored timers (every run's when `key` is
+ * NULL); 0 when there is none. */
 sp_store_rc sp_store_next_timer(sp_store *s, const sp_run_key *key, uint64_t *due_at_ms,
                                 sp_error *err)
 {
     *due_at_ms = 0;
     sp_db_rows rows = {0};
-    sp_store_rc rc = LG_R(s, &rows, err,
-                          "SELECT min(due_at_ms) FROM timers WHERE tenant = ? AND run_id = ?",
-                          DB_TEXT(key->tenant), DB_TEXT(key->run_id));
+    sp_store_rc rc =
+        key ? LG_R(s, &rows, err,
+                   "SELECT min(due_at_ms) FROM timers WHERE tenant = ? AND run_id = ?",
+                   DB_TEXT(key->tenant), DB_TEXT(key->run_id))
+            : lg_read(s, "SELECT min(due_at_ms) FROM timers", NULL, 0, &rows, err);
     if (rc == SP_STORE_OK && rows.nrows)
         *due_at_ms = lg_u64(&rows, 0, 0);
     sp_db_rows_free(&rows);

@@ -223,3 +223,14 @@ void sp_receipt_free(sp_receipt *r)
     free(r->value);
     memset(r, 0, sizeof *r);
 }
+
+sp_store_listener *sp_store_listen(sp_store *s, sp_wake_fn fn, void *ctx, sp_error *err)
+{
+    return s->driver->listen ? s->driver->listen(s->conn, fn, ctx, err) : NULL;
+}
+
+void sp_store_listener_stop(sp_store_listener *l)
+{
+    if (l)
+        l->stop(l);
+}

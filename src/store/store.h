@@ -562,6 +562,29 @@ sp_store_rc sp_store_list_invocations(sp_store *s, const sp_run_key *key,
                                       sp_invocation_list *out, sp_error *err);
 void sp_store_capabilities_get(sp_store *s, sp_store_capabilities *out);
 
+/* ---- wake-ups (PostgreSQL LISTEN/NOTIFY) ---- */
+
+typedef struct sp_store_listener sp_store_listener;
+
+/* What a wake-up says was committed (bits). */
+enum {
+    SP_WAKE_EVENTS = 1,      /* an event: a run became ready */
+    SP_WAKE_INVOCATIONS = 2, /* an invocation became pending */
+    SP_WAKE_TIMERS = 4,      /* a timer was stored */
+    SP_WAKE_ALL = 7,         /* after a (re)connection: anything may have happened */
+};
+
+typedef void (*sp_wake_fn)(void *ctx, unsigned what);
+
+/* Call fn(ctx, what) - from a thread of the store's own, never while a
+ * store call of the caller waits on it - whenever a process commits new
+ * work to this store (`what`: SP_WAKE_* bits); also with SP_WAKE_ALL after
+ * the listener (re)connects, for what it may have missed. NULL (and err
+ * unset) when the adapter has no wake-ups (SQLite: poll). The listener
+ * reconnects by itself; fn must be quick and thread-safe. */
+sp_store_listener *sp_store_listen(sp_store *s, sp_wake_fn fn, void *ctx, sp_error *err);
+void sp_store_listener_stop(sp_store_listener *l);
+
 /* ---- durable timers (format 0.2, docs/format-0.2.md) ---- */
 
 typedef struct sp_timer_item {
@@ -581,7 +604,8 @@ void sp_timer_page_free(sp_timer_page *p);
  * first, at most `limit` (what a sweep fires). */
 sp_store_rc sp_store_scan_timers(sp_store *s, size_t limit, sp_timer_page *out, sp_error *err);
 
-/* The earliest due time of the run's stored timers; 0 when it has none. */
+/* The earliest due time of the run's stored timers (of every run's when
+ * `key` is NULL); 0 when there is none. */
 sp_store_rc sp_store_next_timer(sp_store *s, const sp_run_key *key, uint64_t *due_at_ms,
                                 sp_error *err);
 

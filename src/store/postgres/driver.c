@@ -554,6 +554,7 @@ static void pg_close(void *conn)
     pthread_mutex_destroy(&c->mu);
     for (int i = 0; i < 4; i++)
         free(c->secrets[i]);
+    free(c->url);
     free(c);
 }
 
@@ -567,6 +568,7 @@ static const sp_db_driver PG_DRIVER = {
     .query = pg_query,
     .now_ms = pg_now,
     .close = pg_close,
+    .listen = sp_pg_listen,
 };
 
 /* ---- the URL ---- */
@@ -677,6 +679,17 @@ static bool remember_secrets(pg_conn *c, const char *url)
 
 /* ---- opening ---- */
 
+PGconn *sp_pg_connect(const char *url)
+{
+    /* Defaults first (the URL and libpq's environment override them), the
+     * URL, then what the driver needs whatever the URL says. */
+    const char *timeout = getenv("PGCONNECT_TIMEOUT");
+    const char *keys[] = {"fallback_application_name", "connect_timeout", "dbname",
+                          "client_encoding", NULL};
+    const char *values[] = {"spore", timeout && *timeout ? timeout : "10", url, "UTF8", NULL};
+    return PQconnectdbParams(keys, values, 1);
+}
+
 static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, sp_error *err)
 {
     pg_conn *c = calloc(1, sizeof *c);
@@ -691,11 +704,8 @@ static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, 
     c->has_clock = clock != NULL;
     /* Defaults first (the URL and libpq's environment override them), the
      * URL, then what the driver needs whatever the URL says. */
-    const char *timeout = getenv("PGCONNECT_TIMEOUT");
-    const char *keys[] = {"fallback_application_name", "connect_timeout", "dbname",
-                          "client_encoding", NULL};
-    const char *values[] = {"spore", timeout && *timeout ? timeout : "10", url, "UTF8", NULL};
-    c->db = PQconnectdbParams(keys, values, 1);
+    c->url = strdup(url);
+    c->db = c->url ? sp_pg_connect(url) : NULL;
     sp_store_rc rc = c->db && PQstatus(c->db) == CONNECTION_OK
                          ? SP_STORE_OK
                          : connection_failed(c, "connecting", err);

@@ -34,11 +34,19 @@ typedef struct pg_conn {
     sp_db_cache statements; /* pg_stmt by SQL text + parameter types */
     unsigned next_statement;
     char *secrets[4]; /* the URL's passwords (userinfo, parameter) as written and decoded */
+    char *url;        /* as given: the listener connects with it (never shown) */
 } pg_conn;
 
 /* Open the store at `url` (in OR_CREATE mode creating the schema when the
  * database's current schema is empty; in EXISTING mode store.not-found). */
 sp_store *sp_pg_open(const char *url, const sp_store_open_opts *opts, sp_error *err);
+
+/* The libpq connection for `url` with the driver's defaults (application
+ * name, connect timeout, UTF8); NULL only when out of memory. */
+PGconn *sp_pg_connect(const char *url);
+
+/* LISTEN/NOTIFY wake-ups (listen.c; the driver's listen). */
+sp_store_listener *sp_pg_listen(void *conn, sp_wake_fn fn, void *ctx, sp_error *err);
 
 /* `url` without its password (the userinfo's and any password= parameter);
  * NULL on out-of-memory. */

@@ -46,6 +46,22 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
     " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"                             \
     "CREATE INDEX IF NOT EXISTS timers_due ON timers (due_at_ms, timer_id, tenant, run_id);"
 
+/* Wake-ups (listen.c): a transaction that commits new work - an event, an
+ * invocation becoming pending, a timer - notifies the schema's channel
+ * (NOTIFY is delivered at commit, once per transaction and payload).
+ * Added to version 1 like the timers. */
+#define NOTIFY_DDL                                                                                 \
+    "CREATE OR REPLACE FUNCTION spore_notify_work() RETURNS trigger LANGUAGE plpgsql AS"           \
+    " $$BEGIN PERFORM pg_notify('spore_' || left(md5(current_schema()), 16), TG_TABLE_NAME);"     \
+    " RETURN NULL;"                                                                                \
+    " END$$;"                                                                                      \
+    "CREATE OR REPLACE TRIGGER events_notify AFTER INSERT ON events"                               \
+    " FOR EACH STATEMENT EXECUTE FUNCTION spore_notify_work();"                                    \
+    "CREATE OR REPLACE TRIGGER invocations_notify AFTER INSERT OR UPDATE OF status ON invocations"  \
+    " FOR EACH ROW WHEN (NEW.status = 'pending') EXECUTE FUNCTION spore_notify_work();"            \
+    "CREATE OR REPLACE TRIGGER timers_notify AFTER INSERT ON timers"                               \
+    " FOR EACH STATEMENT EXECUTE FUNCTION spore_notify_work();"
+
 static const char DDL[] =
     "CREATE TABLE meta (key " ID " PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE packages (digest " ID " PRIMARY KEY, body TEXT NOT NULL);"
@@ -125,6 +141,7 @@ static const char DDL[] =
     " run_id " ID " NOT NULL, attempt_id " ID " NOT NULL, kind " ID " NOT NULL, reason " ID ","
     " evidence_digest " ID " NOT NULL, evidence TEXT NOT NULL, at_ms BIGINT NOT NULL);"
     TIMERS_DDL
+    NOTIFY_DDL
     "CREATE TABLE schema_version (version BIGINT NOT NULL);"
     "INSERT INTO schema_version (version) VALUES (1);";
 
@@ -208,11 +225,13 @@ static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
     "BEGIN ISOLATION LEVEL READ COMMITTED;"                                                        \
     " SELECT pg_advisory_xact_lock(1936748402, hashtext(current_schema()))"
 
-/* What later spores added to schema version 1 (the timers table), created
- * under the schema lock when missing. */
+/* What later spores added to schema version 1 (the timers table, the
+ * wake-up triggers), created under the schema lock when missing. */
 static sp_store_rc add_missing(pg_conn *c, sp_error *err)
 {
-    PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL");
+    PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL AND EXISTS (SELECT 1"
+                                  " FROM pg_trigger WHERE tgname = 'timers_notify'"
+                                  " AND tgrelid = to_regclass('timers'))");
     sp_store_rc rc = SP_STORE_OK;
     bool present = false;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
@@ -224,7 +243,7 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
         return rc;
     rc = exec(c, LOCK_SCHEMA, "locking the schema", err);
     if (rc == SP_STORE_OK)
-        rc = exec(c, TIMERS_DDL, "adding the timers table", err);
+        rc = exec(c, TIMERS_DDL NOTIFY_DDL, "adding the timers table and wake-up triggers", err);
     if (rc) {
         PQclear(PQexec(c->db, "ROLLBACK"));
         return rc;
