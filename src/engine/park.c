@@ -61,18 +61,11 @@ static bool parked_on_timer(sp_engine *e, const sv_state *s, sp_park *park)
     return false; /* due soon: the sweep fires it */
 }
 
+/* A waiting or running run (the other statuses park without a parse). */
 static bool parked_by_status(sp_engine *e, const sp_run_view *v, const sv_state *s,
                              sp_park *park)
 {
-    if (sv_status_is(s, "completed"))
-        *park = SP_PARK_COMPLETED;
-    else if (sv_status_is(s, "failed"))
-        *park = SP_PARK_FAILED;
-    else if (sv_status_is(s, "cancelled"))
-        *park = SP_PARK_CANCELLED;
-    else if (sv_status_is(s, "needs-intervention"))
-        *park = SP_PARK_INTERVENTION;
-    else if (sv_status_is(s, "waiting") && s->ntimers)
+    if (sv_status_is(s, "waiting") && s->ntimers)
         return parked_on_timer(e, s, park);
     else if (sv_status_is(s, "waiting"))
         *park = SP_PARK_WAITING;
@@ -92,6 +85,16 @@ static bool parked(sp_engine *e, const sp_run_view *v, sp_park *park)
     }
     if (pending || !v->snapshot)
         return false;
+    /* the run row's status is the snapshot's: most answers need no parse */
+    static const struct { const char *status; sp_park park; } plain[] = {
+        {"completed", SP_PARK_COMPLETED},      {"failed", SP_PARK_FAILED},
+        {"cancelled", SP_PARK_CANCELLED},      {"needs-intervention", SP_PARK_INTERVENTION},
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        if (strcmp(v->status, plain[i].status) == 0) {
+            *park = plain[i].park;
+            return true;
+        }
     sv_state s;
     sp_error err = {0};
     if (sv_parse(v->snapshot, v->snapshot_len, &s, &err)) {
