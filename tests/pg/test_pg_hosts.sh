@@ -17,6 +17,9 @@
 #      again) takes over after the lease; when B's link comes back, B's late
 #      finish is refused (lease lost) and kept as late evidence; the run
 #      completes once with C's result.
+#   5. wake-ups across hosts: worker D on host A polls only every 30 s; a
+#      run a client starts from host B completes within seconds (the
+#      store's NOTIFY reaches D's listening connection over its link).
 #
 # Needs root and network namespaces (`unshare -n true`); without them it
 # skips (exit 77) saying why. Everything else failing is a failure.
@@ -170,6 +173,24 @@ echo "run 2 events: $ev2"
 [ "$(sql "select count(*) from attempts a join invocations i using (tenant, run_id, invocation_id) where a.run_id = '$run2' and i.node_id = 'a' and a.attempt_number = 1 and a.status = 'finished'")" = 0 ] ||
   fail "the partitioned attempt finished after losing its lease"
 echo "partitioned host B: taken over $((took2 - cut_at)) ms after the cut; its late result kept as evidence"
+
+# ---- 5. wake-ups across hosts: a worker on host A that polls every 30 s
+#         serves at once a run a client on host B starts (LISTEN/NOTIFY) ----
+for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+for p in "${bg_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+ip netns exec "$ns_a" "$spore" worker --db "$url_a" --poll-ms 30000 --lease-ms 120000 \
+  --heartbeat-ms 5000 --json >"$tmp/worker-d.out" 2>"$tmp/worker-d.err" &
+bg_pids+=("$!")
+listening() { [ "$(sql "select count(*) from pg_stat_activity where query like 'LISTEN spore_%' and host(client_addr) = '$peer_a'")" -ge 1 ]; }
+wait_for 20 listening || fail "worker D on host A does not listen"
+sleep 1 # D is idle: without a wake-up its next look is 30 s away
+t0=$(now_ms)
+ip netns exec "$ns_b" "$spore" start "$wf/three-steps.json" --key hosts-3 --db "$url_b" --json \
+  >"$tmp/start3.json" || fail "start on host B failed"
+run3=$(jq -r .runId "$tmp/start3.json")
+done3() { [ "$(sql "select status from runs where run_id = '$run3'")" = completed ]; }
+wait_for 10 done3 || fail "worker D on host A was not woken by the start on host B within 10 s"
+echo "wake-up across hosts: the run started on host B completed on host A after $(($(now_ms) - t0)) ms"
 
 no_secret_in() { ! grep -qF "$(sed -nE 's#^[a-z]+://[^:/@]*:([^@]*)@.*#\1#p' <<<"$url")" "$@"; }
 no_secret_in "$tmp"/worker-*.out "$tmp"/worker-*.err || fail "a worker printed the database password"
