@@ -143,6 +143,9 @@ int spore_status(spore_db *db, const char *run_id, char **status_json, spore_err
         return api_error(err, &e);
     }
     json_t *status = sp_status_json(&view);
+    json_t *in_flight = status ? sp_engine_cancelled_in_flight(db->engine, &view) : NULL;
+    sp_status_add_in_flight(status, in_flight);
+    json_decref(in_flight);
     sp_run_view_free(&view);
     char *text = status ? sp_json_encode_alloc(status, NULL, &e) : NULL;
     if (!status)

@@ -105,3 +105,10 @@ json_t *sp_status_json(const sp_run_view *v)
         add_state_members(out, v);
     return out;
 }
+
+void sp_status_add_in_flight(json_t *status, const json_t *in_flight)
+{
+    json_t *list = json_object_get(status, "interventions");
+    for (size_t i = 0; json_is_array(list) && i < json_array_size(in_flight); i++)
+        json_array_append(list, json_array_get(in_flight, i));
+}

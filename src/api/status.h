@@ -19,4 +19,8 @@
  *  commit; the last five only for format 0.2 runs, docs/format-0.2.md). A new reference, NULL when out of memory. */
 json_t *sp_status_json(const sp_run_view *v);
 
+/* A cancelled 0.2 run: append its unsafe steps cancelled in flight
+ * (sp_engine_cancelled_in_flight) to the status's interventions. */
+void sp_status_add_in_flight(json_t *status, const json_t *in_flight);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/status.h"
 #include "cli/agent_views.h"
 #include "cli/hints.h"
 #include "cli/session.h"
@@ -45,16 +46,20 @@ int cmd_status(int argc, char **argv)
         rc = session_fail(&s, &err);
     } else {
         json_t *step = sp_engine_step_view(s.engine, &v);
+        json_t *in_flight = sp_engine_cancelled_in_flight(s.engine, &v);
         if (c.json) {
             json_t *out = view_status_json(&v, step);
+            sp_status_add_in_flight(out, in_flight);
             hints_add(&s, &v, step, out, NULL);
             cli_print_json(view_agent_events(s.store, &key, out, NULL));
         } else {
             view_status_text(stdout, &v, step);
+            view_in_flight_text(stdout, in_flight);
             hints_add(&s, &v, step, NULL, stdout);
         }
         view_agent_events(s.store, &key, NULL, c.json ? NULL : stdout); /* agent-step.md §3 */
         json_decref(step);
+        json_decref(in_flight);
         sp_run_view_free(&v);
     }
     session_close(&s);

@@ -29,6 +29,17 @@ json_t *view_status_json(const sp_run_view *v, json_t *step)
     return out;
 }
 
+void view_in_flight_text(FILE *out, const json_t *in_flight)
+{
+    for (size_t i = 0; i < json_array_size(in_flight); i++) {
+        const json_t *o = json_array_get(in_flight, i);
+        fprintf(out, "%-12s %s %s effect key %s: cancelled in flight, its effect may have happened\n",
+                "unsafe", json_string_value(json_object_get(o, "nodeId")),
+                json_string_value(json_object_get(o, "invocationId")),
+                json_string_value(json_object_get(o, "effectKey")));
+    }
+}
+
 static void print_json_line(FILE *out, const char *label, const json_t *value)
 {
     char *text = sp_json_encode_alloc(value, NULL, NULL);

@@ -21,6 +21,9 @@
 json_t *view_status_json(const sp_run_view *v, json_t *step /* borrowed, may be NULL */);
 
 /* The text status of cli.md §2. */
+/* A cancelled 0.2 run's unsafe steps cancelled in flight
+ * (sp_engine_cancelled_in_flight), one text line each. */
+void view_in_flight_text(FILE *out, const json_t *in_flight);
 void view_status_text(FILE *out, const sp_run_view *v, const json_t *step);
 
 json_t *view_event_json(const sp_event *e);

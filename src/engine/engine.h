@@ -314,6 +314,12 @@ const char *sp_engine_workflow_name(sp_engine *e, const char *package_digest, sp
  * reference). */
 json_t *sp_engine_wait_view(sp_engine *e, const sp_run_view *run);
 
+/* A cancelled run's unsafe steps that were running when it was cancelled
+ * (format 0.2): [{invocationId, nodeId, actionId, effectKey, attempt,
+ * state: "cancelled-in-flight"}] - their effect may have happened. An empty
+ * array for any other run. */
+json_t *sp_engine_cancelled_in_flight(sp_engine *e, const sp_run_view *run);
+
 /* The worker lock directory for fast takeover (engine.md §11) of a store:
  * `<file>.workers` next to a SQLite file; for a server store, a host-local
  * directory named after the store's location ($XDG_RUNTIME_DIR or /tmp,

@@ -19,6 +19,8 @@
 # - `cancel` of a run whose command step sleeps 60 s leaves no process of
 #   the step within 2 s, the run `cancelled` and the serving `resume` exits
 #   8; cancel again: already-terminal (exit 0); a 0.1 run: refused, exit 2;
+# - cancel of an unsafe step mid-effect lists it `cancelled-in-flight` with
+#   its effect key (an idempotent one is not listed);
 # - cancel of a claimed external step: the run is cancelled at once (the
 #   command takes the cancel, no worker serves the run) and the step's token
 #   no longer completes it;
@@ -155,12 +157,33 @@ set -e
 sp status "$run" --db "$db" --json
 expect_json '.status == "cancelled" and .result.error.code == "run.cancelled" and
   .result.error.message == "not needed any more"' "cancel: the run is cancelled"
+expect_json '([.interventions[] | select(.state == "cancelled-in-flight")] | length) == 0' \
+  "cancel: an idempotent step is not listed as cancelled in flight"
 sp cancel "$run" --db "$db" --json
 expect_rc 0 "cancel again"
 expect_json '.disposition == "already-terminal"' "cancel again: already-terminal"
 sp start "$wf/three-steps.json" --db "$db" --json
 old=$(jq -r '.runId' <<<"$out")
 expect_error 2 run.cancel-unsupported "cancel of a 0.1 run" -- cancel "$old" --db "$db"
+
+# ---- cancel of an unsafe step mid-effect: listed cancelled-in-flight ----
+: >"$SPORE_TEST_LOG"
+sp start "$wf/long-unsafe.json" --db "$db" --json
+run=$(jq -r '.runId' <<<"$out")
+start_bg long_unsafe resume "$run" --db "$db"
+pid=$bg_pid
+wait_for 20 log_has start "$run" work || fail "unsafe cancel: the step did not start"
+key=$(log_field start "$run" work 1 5)
+sp cancel "$run" --db "$db" --json
+expect_rc 0 "unsafe cancel"
+wait "$pid" 2>/dev/null || true
+sp status "$run" --db "$db" --json
+expect_json '.status == "cancelled" and ([.interventions[] | select(.state == "cancelled-in-flight"
+  and .nodeId == "work" and .effectKey == $k)] | length) == 1' \
+  "unsafe cancel: the step is listed cancelled-in-flight with its effect key" --arg k "$key"
+sp status "$run" --db "$db"
+[[ "$out" == *"cancelled in flight, its effect may have happened"* ]] ||
+  fail "unsafe cancel: the text status does not say the effect may have happened"
 
 # ---- cancel of an external step: its token stops working ----
 sp run "$wf/external02.json" --input '{"doc": "draft"}' --db "$db" --json
