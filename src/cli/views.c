@@ -64,8 +64,9 @@ static void step_text(FILE *out, const json_t *step)
         print_json_line(out, "holder", holder);
 }
 
-/* A 0.2 run: every invocation in flight or needing a person, every map's
- * progress and every live timer (when it is due, from now). */
+/* A 0.2 run: every invocation in flight or needing a person, every branch
+ * (where it is, or what it arrived with), every map's progress and every
+ * live timer (when it is due, from now). */
 static void state02_text(FILE *out, const sp_run_view *v)
 {
     sv_state st;
@@ -82,6 +83,17 @@ static void state02_text(FILE *out, const sp_run_view *v)
     }
     const char *id;
     json_t *m;
+    if (st.v02 && json_is_object(st.branches))
+        json_object_foreach((json_t *)st.branches, id, m) {
+            const json_t *pos = json_object_get(m, "position"), *arrived = json_object_get(m, "arrived");
+            if (json_is_object(arrived))
+                fprintf(out, "%-12s %s: arrived from %s (%s)\n", "branch", id,
+                        json_string_value(json_object_get(arrived, "node")),
+                        json_string_value(json_object_get(arrived, "outcome")));
+            else
+                fprintf(out, "%-12s %s: at %s\n", "branch", id,
+                        json_is_object(pos) ? json_string_value(json_object_get(pos, "nodeId")) : "?");
+        }
     if (st.v02 && json_is_object(st.maps))
         json_object_foreach((json_t *)st.maps, id, m)
             fprintf(out, "%-12s %s: %lld of %lld done, %lld running\n", "map", id,
