@@ -6,6 +6,8 @@
  */
 #include "api/status.h"
 
+#include <string.h>
+
 #include "engine/stateview.h"
 #include "json/decimal.h"
 #include "json/json.h"
@@ -56,6 +58,42 @@ static json_t *maps_json(const json_t *maps)
     return out;
 }
 
+/* A branch with the invocation it runs (the one at its position), or null. */
+static json_t *branches_json(const sv_state *st)
+{
+    json_t *out = json_object();
+    const char *id;
+    json_t *b;
+    json_object_foreach((json_t *)st->branches, id, b) {
+        json_t *copy = json_deep_copy(b);
+        const char *at = json_string_value(
+            json_object_get(json_object_get(b, "position"), "activationId"));
+        json_t *inv = NULL;
+        for (size_t i = 0; at && !inv && i < st->ninvocations; i++)
+            if (st->invocations[i].activation_id &&
+                strcmp(st->invocations[i].activation_id, at) == 0)
+                inv = invocation_json(&st->invocations[i]);
+        if (copy)
+            json_object_set_new(copy, "invocation", inv ? inv : json_null());
+        else
+            json_decref(inv);
+        json_object_set_new(out, id, copy);
+    }
+    return out;
+}
+
+/* What the run waits for: every await-signal activation that waits. */
+static json_t *waits_json(const sv_state *st)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < st->nwaits; i++)
+        json_array_append_new(out, json_pack("{s:s?,s:s,s:s?,s:s?}", "activationId",
+                                             st->waits[i].activation_id, "nodeId",
+                                             st->waits[i].node_id, "signal", st->waits[i].signal,
+                                             "timerId", st->waits[i].timer_id));
+    return out;
+}
+
 /* A 0.2 run's invocations (in flight or needing a person), interventions
  * (those that need a person: unknown or stuck), timers, branches and maps.
  * A 0.1 run's status keeps exactly its members (position, invocation). */
@@ -83,8 +121,8 @@ static void add_state_members(json_t *out, const sp_run_view *v)
     json_object_set_new(out, "invocations", invocations);
     json_object_set_new(out, "interventions", interventions);
     json_object_set_new(out, "timers", timers);
-    json_object_set_new(out, "branches",
-                        st.branches ? json_incref((json_t *)st.branches) : json_null());
+    json_object_set_new(out, "branches", st.branches ? branches_json(&st) : json_null());
+    json_object_set_new(out, "waits", waits_json(&st));
     json_object_set_new(out, "maps", st.maps ? maps_json(st.maps) : json_null());
     sv_free(&st);
 }

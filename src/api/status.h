@@ -14,8 +14,8 @@
 #include "store/store.h"
 
 /* {runId, startKey, status, revision, position, invocation, result, nodes,
- *  quarantine, packageDigest, invocations, interventions, timers, branches,
- *  maps} from a run view (snapshot members are null before the first
+ *  quarantine, packageDigest, invocations, interventions, timers, branches
+ *  (each with the invocation at its position), maps, waits} from a run view (snapshot members are null before the first
  *  commit; the last five only for format 0.2 runs, docs/format-0.2.md). A new reference, NULL when out of memory. */
 json_t *sp_status_json(const sp_run_view *v);
 
