@@ -113,4 +113,5 @@ void sp_store_counters_get(sp_store *s, sp_store_counters *out)
 {
     out->commits = atomic_load_explicit(&s->commits, memory_order_relaxed);
     out->statements = atomic_load_explicit(&s->statements, memory_order_relaxed);
+    out->round_trips = s->driver->round_trips ? s->driver->round_trips(s->conn) : 0;
 }

@@ -101,6 +101,8 @@ typedef struct sp_db_driver {
      * fn(ctx) from a thread of the driver's own whenever any process has
      * committed new work (sp_store_listen, store.h). */
     sp_store_listener *(*listen)(void *conn, sp_wake_fn fn, void *ctx, sp_error *err);
+    /* Optional: the client/server round trips so far (NULL: none, SQLite). */
+    uint64_t (*round_trips)(void *conn);
 } sp_db_driver;
 
 /* ---- shared by the drivers (dbutil.c) ---- */

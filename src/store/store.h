@@ -663,6 +663,7 @@ bool sp_store_batch_writes(const sp_store *s);
 typedef struct sp_store_counters {
     uint64_t commits;
     uint64_t statements;
+    uint64_t round_trips; /* PostgreSQL: requests sent and waited for; SQLite: 0 */
 } sp_store_counters;
 
 void sp_store_counters_get(sp_store *s, sp_store_counters *out);

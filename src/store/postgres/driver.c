@@ -253,6 +253,7 @@ static sp_store_rc prepare(pg_conn *c, const char *sql, const sp_db_val *params,
         for (size_t i = 0; i < n; i++)
             types[i] = type_of(&params[i]);
         snprintf(st->name, sizeof st->name, "sp%u", ++c->next_statement);
+        atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
         PGresult *res = PQprepare(c->db, st->name, text, (int)n, types);
         if (PQresultStatus(res) != PGRES_COMMAND_OK)
             rc = sp_pg_fail(c, res, "prepare", err);
@@ -376,6 +377,7 @@ static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params
             lengths[i] = params[i].s ? (int)params[i].len : 0;
         }
     }
+    atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
     PGresult *res = PQexecPrepared(c->db, st->name, (int)n, values, lengths, formats, 1);
     free(values), free(lengths), free(formats), free(ints);
     ExecStatusType status = PQresultStatus(res);
@@ -393,6 +395,7 @@ static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params
 
 static bool exec_ok(pg_conn *c, const char *sql, PGresult **out)
 {
+    atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
     PGresult *res = PQexec(c->db, sql);
     bool ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
     if (out)
@@ -490,6 +493,7 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
 static sp_store_rc pg_commit(void *conn, sp_error *err)
 {
     pg_conn *c = conn;
+    atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
     PGresult *res = PQexec(c->db, "COMMIT");
     sp_store_rc rc = SP_STORE_OK;
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -558,6 +562,12 @@ static void pg_close(void *conn)
     free(c);
 }
 
+static uint64_t pg_round_trips(void *conn)
+{
+    pg_conn *c = conn;
+    return atomic_load_explicit(&c->round_trips, memory_order_relaxed);
+}
+
 static const sp_db_driver PG_DRIVER = {
     .name = "postgres",
     .dialect = {.for_update = " FOR UPDATE", .skip_locked = " FOR UPDATE SKIP LOCKED",
@@ -569,6 +579,7 @@ static const sp_db_driver PG_DRIVER = {
     .now_ms = pg_now,
     .close = pg_close,
     .listen = sp_pg_listen,
+    .round_trips = pg_round_trips,
 };
 
 /* ---- the URL ---- */

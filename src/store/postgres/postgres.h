@@ -17,6 +17,7 @@
 
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "store/db.h"
 
@@ -35,6 +36,7 @@ typedef struct pg_conn {
     unsigned next_statement;
     char *secrets[4]; /* the URL's passwords (userinfo, parameter) as written and decoded */
     char *url;        /* as given: the listener connects with it (never shown) */
+    atomic_ullong round_trips; /* requests sent to the server and waited for */
 } pg_conn;
 
 /* Open the store at `url` (in OR_CREATE mode creating the schema when the
