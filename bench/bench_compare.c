@@ -1,6 +1,6 @@
 /*
  * bench_compare.c - one interleaved comparison of spore's step path against
- * the cost of the disk and against Restate (step-path.md, §Evidence): what
+ * the cost of the disk and against Restate and DBOS (step-path.md, §Evidence): what
  * `make bench-compare` runs (through scripts/bench-compare.sh, which starts
  * and stops the PostgreSQL server and prepares the Restate peer).
  *
@@ -24,7 +24,12 @@
  *   - with --pg: raw autocommit INSERTs over libpq and the same spore
  *     workloads on PostgreSQL (a fresh schema per workload);
  *   - with --restate DIR: the peer's own ./run.sh (REPS=1) in that writable
- *     copy, its sequential and concurrent steps/s read from the JSON it writes.
+ *     copy, its sequential and concurrent steps/s read from the JSON it writes;
+ *   - with --dbos DIR (and --pg): DBOS's own bench.mjs (REPS=1) in that
+ *     writable copy of ../peers/dbos, on the same PostgreSQL server
+ *     ($SPORE_BENCH_DBOS_PGHOST/_PGPORT/_PGUSER: a role that may create
+ *     databases), right after spore's PostgreSQL workloads: its sequential and
+ *     concurrent steps/s and its pgbench 1-client INSERT rate.
  * Per step it reports steps/s, ms/step (p50/p99 revision to revision for the
  * sequential runs), CPU per step (getrusage around the run: this process
  * for in-process engines, the children for forked workers) and store commits
@@ -33,7 +38,7 @@
  *
  * usage: bench_compare [--reps R] [--steps N] [--runs R] [--run-steps K]
  *                      [--quick] [--dir DIR] [--raw-ms MS] [--pg URL | --no-pg]
- *                      [--restate DIR] [--no-fork] [--json] [--json-out FILE]
+ *                      [--restate DIR] [--dbos DIR] [--no-fork] [--json] [--json-out FILE]
  *                      [--skipped WHAT=REASON]...
  *   --reps R (3), --steps N (1000: the sequential runs), --runs R and
  *   --run-steps K (200 x 10), --raw-ms MS (1000: each raw-commit loop);
@@ -43,7 +48,8 @@
  *   processes; --json: the JSON document instead of the table (progress
  *   lines always go to stderr); --json-out FILE: the table and the JSON in
  *   FILE; --skipped WHAT=WHY: why a peer is missing, for the table.
- *   SPORE_TEST_PG is the default of --pg; SPORE_BENCH_RESTATE of --restate.
+ *   SPORE_TEST_PG is the default of --pg; SPORE_BENCH_RESTATE of --restate;
+ *   SPORE_BENCH_DBOS of --dbos.
  *
  * What it must never do: assert on speed or exit non-zero because a goal is
  * missed (benchmarks print, tests assert); report a run that did not
@@ -971,11 +977,98 @@ static restate_out run_restate(const char *dir, size_t nseq, size_t ninv, size_t
     return out;
 }
 
+/* ---- DBOS: its own benchmark (bench.mjs) against the same PostgreSQL ---- */
+
+typedef struct dbos_out {
+    double seq, conc, cpu_seq_us, cpu_conc_us, pgbench;
+    char version[64];
+} dbos_out;
+
+/* One repetition of ../peers/dbos/bench.mjs (REPS=1) in `dir`, connecting to
+ * the server named by $SPORE_BENCH_DBOS_PGHOST / _PGPORT / _PGUSER (a role
+ * that may create its two databases: the private server's postgres over
+ * its socket). */
+static dbos_out run_dbos(const char *dir, size_t nseq, size_t nwf, size_t kwf, int rep)
+{
+    dbos_out out = {NAN, NAN, NAN, NAN, NAN, ""};
+    char log[4300], results[4300], num[32];
+    snprintf(log, sizeof log, "%s/dbos-rep%d.log", g_dir, rep);
+    snprintf(results, sizeof results, "%s/dbos-rep%d.json", g_dir, rep);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        warn("dbos", strerror(errno));
+        return out;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || chdir(dir) != 0)
+            _exit(126);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        const char *host = getenv("SPORE_BENCH_DBOS_PGHOST"), *port = getenv("SPORE_BENCH_DBOS_PGPORT"),
+                   *user = getenv("SPORE_BENCH_DBOS_PGUSER");
+        if (!host || !port)
+            _exit(125);
+        setenv("PGHOST", host, 1);
+        setenv("PGPORT", port, 1);
+        setenv("PGUSER", user ? user : "postgres", 1);
+        setenv("REPS", "1", 1);
+        snprintf(num, sizeof num, "%zu", nseq);
+        setenv("N_SEQ", num, 1);
+        snprintf(num, sizeof num, "%zu", nwf);
+        setenv("N_WF", num, 1);
+        snprintf(num, sizeof num, "%zu", kwf);
+        setenv("N_WF_STEPS", num, 1);
+        setenv("N_EMPTY", "20", 1);
+        setenv("PGBENCH_T", "3", 1);
+        setenv("RAW_NODE_MS", "1000", 1);
+        execlp("node", "node", "bench.mjs", "--json", results, (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    g_group = pid;
+    int status = wait_group(pid, WAIT_LIMIT_MS);
+    if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (!g_abort) {
+            char why[4400];
+            snprintf(why, sizeof why, "node bench.mjs failed (see %s)", log);
+            warn("dbos", why);
+        }
+        return out;
+    }
+    json_error_t jerr;
+    json_t *j = json_load_file(results, 0, &jerr);
+    if (!j) {
+        warn("dbos", "no results JSON");
+        return out;
+    }
+    out.seq = jnum(j, "seq.stepsPerS.median");
+    out.conc = jnum(j, "conc.stepsPerS.median");
+    out.cpu_seq_us = jnum(j, "seq.nodeCpuUsPerStep.median");
+    out.cpu_conc_us = jnum(j, "conc.nodeCpuUsPerStep.median");
+    out.pgbench = jnum(j, "raw.pgbenchTps1Client.median");
+    json_t *v = jpath(j, "versions.dbos");
+    snprintf(out.version, sizeof out.version, "%s", json_is_string(v) ? json_string_value(v) : "");
+    json_decref(j);
+    return out;
+}
+
 /* ---- what is measured: rows (workloads) x columns, ratios ---- */
 
 enum {
     R_RAW, R_SEQ1, R_SEQ250, R_CONC, R_FORK1, R_FORK2, R_RS_SEQ, R_RS_CONC, R_RS_FSYNC,
-    R_PG_RAW, R_PG_SEQ1, R_PG_SEQ250, R_PG_CONC, R_PG_FORK1, R_PG_FORK2, NROWS
+    R_PG_RAW, R_PG_SEQ1, R_PG_SEQ250, R_PG_CONC, R_PG_FORK1, R_PG_FORK2, R_DB_SEQ, R_DB_CONC,
+    R_PGBENCH, NROWS
 };
 enum { C_RATE, C_MS, C_P50, C_P99, C_CPU, C_COMMITS, C_SERVE, NCOLS };
 
@@ -1004,12 +1097,15 @@ static const row_def ROWS[NROWS] = {
     {"pg.runs_1worker", "spore/PG RxK, 1 worker in-process", false},
     {"pg.runs_1process", "spore/PG RxK, 1 worker process", false},
     {"pg.runs_2processes", "spore/PG RxK, 2 worker processes", false},
+    {"dbos.seq", "DBOS seq, 1x{N} (same server)", false},
+    {"dbos.runs", "DBOS RxK (same server)", false},
+    {"pg.pgbench", "pgbench 1 client, INSERTs (DBOS's loop)", true},
 };
 
 enum {
     Q_SEQ1_RAW, Q_SEQ250_RAW, Q_CONC_RAW, Q_SEQ1_RS, Q_SEQ250_RS, Q_CONC_RS, Q_CPU1,
     Q_GROW_TIME, Q_GROW_CPU, Q_COMMITS1, Q_FORK2_1, Q_PG_SEQ1_RAW, Q_PG_CONC_RAW, Q_PG_FORK2_1,
-    NRATIOS
+    Q_PG_SEQ_PGBENCH, Q_PG_SEQ_DBOS, Q_PG_CONC_DBOS, NRATIOS
 };
 
 typedef struct ratio_def {
@@ -1034,6 +1130,9 @@ static const ratio_def RATIOS[NRATIOS] = {
     {"pg_seq_over_raw", "PG seq (1-node) / raw autocommit INSERTs", '>', 0.6},
     {"pg_runs_over_raw", "PG RxK, 1 worker / raw INSERTs", 0, 0},
     {"pg_2w_over_1w", "PG RxK, 2 workers / 1 (processes)", '>', 1.7},
+    {"pg_seq_over_pgbench", "PG seq (1-node) / pgbench 1 client", '>', 0.6},
+    {"pg_seq_over_dbos", "spore/PG seq / DBOS seq", '>', 5},
+    {"pg_runs_over_dbos", "spore/PG RxK, 1 worker / DBOS RxK", '>', 3},
 };
 
 static double g_v[NROWS][NCOLS][MAX_REPS];
@@ -1090,6 +1189,9 @@ static void compute_ratios(int r)
     g_q[Q_PG_SEQ1_RAW][r] = ratio(g_v[R_PG_SEQ1][C_RATE][r], pgraw);
     g_q[Q_PG_CONC_RAW][r] = ratio(g_v[R_PG_CONC][C_RATE][r], pgraw);
     g_q[Q_PG_FORK2_1][r] = ratio(g_v[R_PG_FORK2][C_RATE][r], g_v[R_PG_FORK1][C_RATE][r]);
+    g_q[Q_PG_SEQ_PGBENCH][r] = ratio(g_v[R_PG_SEQ1][C_RATE][r], g_v[R_PGBENCH][C_RATE][r]);
+    g_q[Q_PG_SEQ_DBOS][r] = ratio(g_v[R_PG_SEQ1][C_RATE][r], g_v[R_DB_SEQ][C_RATE][r]);
+    g_q[Q_PG_CONC_DBOS][r] = ratio(g_v[R_PG_CONC][C_RATE][r], g_v[R_DB_CONC][C_RATE][r]);
 }
 
 /* ---- the run's parameters and environment ---- */
@@ -1099,13 +1201,13 @@ typedef struct opts {
     size_t steps, runs, run_steps;
     double raw_ms;
     bool quick, json, fork;
-    const char *base, *restate, *json_out;
-    char skipped_pg[256], skipped_restate[256];
+    const char *base, *restate, *dbos, *json_out;
+    char skipped_pg[256], skipped_restate[256], skipped_dbos[256];
 } opts;
 
 typedef struct machine {
     long nproc;
-    char cpu[128], kernel[256], fs[96], sqlite[32], pg[128], restate[128], date[32];
+    char cpu[128], kernel[256], fs[96], sqlite[32], pg[128], restate[128], dbos[128], date[32];
     double load1;
 } machine;
 
@@ -1262,6 +1364,10 @@ static void print_table(const opts *o, const machine *m, int reps)
         printf("PostgreSQL: %s\n", m->pg);
     else
         printf("PostgreSQL: skipped (%s)\n", o->skipped_pg);
+    if (m->dbos[0])
+        printf("DBOS: %s\n", m->dbos);
+    else
+        printf("DBOS: skipped (%s)\n", o->skipped_dbos);
     if (m->restate[0])
         printf("Restate: %s\n", m->restate);
     else
@@ -1299,6 +1405,9 @@ static void print_table(const opts *o, const machine *m, int reps)
         const char *none = "not measured";
         if ((q == Q_SEQ1_RS || q == Q_CONC_RS) && !m->restate[0])
             none = "skipped (Restate)";
+        else if ((q == Q_PG_SEQ_DBOS || q == Q_PG_CONC_DBOS || q == Q_PG_SEQ_PGBENCH) &&
+                 !m->dbos[0])
+            none = "skipped (DBOS)";
         else if ((q == Q_PG_SEQ1_RAW || q == Q_PG_FORK2_1) && !m->pg[0])
             none = "skipped (PostgreSQL)";
         else if ((q == Q_FORK2_1 || q == Q_PG_FORK2_1) && !o->fork)
@@ -1334,12 +1443,15 @@ static void print_json(FILE *out, const opts *o, const machine *m, int reps)
                                (json_int_t)o->steps, "runs", (json_int_t)o->runs, "run_steps",
                                (json_int_t)o->run_steps, "raw_ms", o->raw_ms, "quick", o->quick,
                                "fork", o->fork);
-    json_t *peers = json_pack("{s:o,s:o}", "postgres",
+    json_t *peers = json_pack("{s:o,s:o,s:o}", "postgres",
                               m->pg[0] ? json_pack("{s:s}", "server", m->pg)
                                        : json_pack("{s:s}", "skipped", o->skipped_pg),
                               "restate",
                               m->restate[0] ? json_pack("{s:s}", "version", m->restate)
-                                            : json_pack("{s:s}", "skipped", o->skipped_restate));
+                                            : json_pack("{s:s}", "skipped", o->skipped_restate),
+                              "dbos",
+                              m->dbos[0] ? json_pack("{s:s}", "version", m->dbos)
+                                         : json_pack("{s:s}", "skipped", o->skipped_dbos));
     json_t *rows = json_object();
     for (int row = 0; row < NROWS; row++) {
         if (!row_measured(row, reps))
@@ -1387,8 +1499,9 @@ static void usage(FILE *out)
 {
     fputs("usage: bench_compare [--reps R] [--steps N] [--runs R] [--run-steps K] [--quick]\n"
           "                     [--dir DIR] [--raw-ms MS] [--pg URL | --no-pg] [--restate DIR]\n"
+          "                     [--dbos DIR]\n"
           "                     [--no-fork] [--json] [--json-out FILE]\n"
-          "                     [--skipped postgres=WHY|restate=WHY]\n"
+          "                     [--skipped postgres=WHY|restate=WHY|dbos=WHY]\n"
           "Interleaved: raw SQLite commits, spore sequential (1-node loop, 250-node chain) and\n"
           "R runs x K steps (1 worker in-process, 1 and 2 worker processes), optionally the same\n"
           "on PostgreSQL (--pg, default $SPORE_TEST_PG) and Restate's own bench (--restate DIR,\n"
@@ -1446,6 +1559,24 @@ static void engine_workloads(const opts *o, bool pg, int r, sp_native_registry *
     }
 }
 
+/* One repetition of DBOS's bench on the PostgreSQL server spore just used. */
+static void dbos_workloads(const opts *o, machine *m, int r)
+{
+    dbos_out d = run_dbos(o->dbos, o->steps, o->runs, o->run_steps, r + 1);
+    progress_line(r, o->reps, "DBOS seq", d.seq, "steps/s");
+    progress_line(r, o->reps, "DBOS runs", d.conc, "steps/s");
+    g_v[R_DB_SEQ][C_RATE][r] = d.seq;
+    g_v[R_DB_SEQ][C_MS][r] = isfinite(d.seq) && d.seq > 0 ? 1e3 / d.seq : NAN;
+    g_v[R_DB_SEQ][C_CPU][r] = d.cpu_seq_us;
+    g_v[R_DB_CONC][C_RATE][r] = d.conc;
+    g_v[R_DB_CONC][C_MS][r] = isfinite(d.conc) && d.conc > 0 ? 1e3 / d.conc : NAN;
+    g_v[R_DB_CONC][C_CPU][r] = d.cpu_conc_us;
+    g_v[R_PGBENCH][C_RATE][r] = d.pgbench;
+    g_v[R_PGBENCH][C_MS][r] = isfinite(d.pgbench) && d.pgbench > 0 ? 1e3 / d.pgbench : NAN;
+    if (d.version[0])
+        snprintf(m->dbos, sizeof m->dbos, "DBOS Transact %s (its bench.mjs, REPS=1)", d.version);
+}
+
 int main(int argc, char **argv)
 {
     opts o = {.reps = 3, .steps = 1000, .runs = 200, .run_steps = 10, .raw_ms = 1000,
@@ -1456,6 +1587,7 @@ int main(int argc, char **argv)
         o.base = "/tmp";
     g_pg_url = getenv("SPORE_TEST_PG");
     o.restate = getenv("SPORE_BENCH_RESTATE");
+    o.dbos = getenv("SPORE_BENCH_DBOS");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool has = v != NULL;
@@ -1488,11 +1620,15 @@ int main(int argc, char **argv)
             g_pg_url = v, i++;
         } else if (!strcmp(a, "--restate") && has) {
             o.restate = v, i++;
+        } else if (!strcmp(a, "--dbos") && has) {
+            o.dbos = v, i++;
         } else if (!strcmp(a, "--skipped") && has) {
             if (!strncmp(v, "postgres=", 9))
                 snprintf(o.skipped_pg, sizeof o.skipped_pg, "%s", v + 9);
             else if (!strncmp(v, "restate=", 8))
                 snprintf(o.skipped_restate, sizeof o.skipped_restate, "%s", v + 8);
+            else if (!strncmp(v, "dbos=", 5))
+                snprintf(o.skipped_dbos, sizeof o.skipped_dbos, "%s", v + 5);
             else {
                 usage(stderr);
                 return 2;
@@ -1532,6 +1668,11 @@ int main(int argc, char **argv)
         }
     }
 
+    if (o.dbos && !*o.dbos)
+        o.dbos = NULL;
+    if (!o.dbos && !o.skipped_dbos[0])
+        snprintf(o.skipped_dbos, sizeof o.skipped_dbos,
+                 "no peer directory (--dbos or SPORE_BENCH_DBOS)");
     for (int q = 0; q < NRATIOS; q++)
         for (int r = 0; r < MAX_REPS; r++)
             g_q[q][r] = NAN;
@@ -1584,6 +1725,8 @@ int main(int argc, char **argv)
             raw_out pa = raw_pg(o.raw_ms);
             progress_line(r, o.reps, "PG raw INSERTs (start)", pa.per_s, "commits/s");
             engine_workloads(&o, true, r, natives);
+            if (o.dbos && !g_abort)
+                dbos_workloads(&o, &m, r);
             raw_out pb = raw_pg(o.raw_ms);
             progress_line(r, o.reps, "PG raw INSERTs (end)", pb.per_s, "commits/s");
             put_raw(R_PG_RAW, r, pa, pb, 1);
@@ -1617,6 +1760,10 @@ int main(int argc, char **argv)
     if (o.restate && !m.restate[0])
         snprintf(o.skipped_restate, sizeof o.skipped_restate,
                  "its run.sh did not report (see the warnings above)");
+    if (o.dbos && !m.dbos[0])
+        snprintf(o.skipped_dbos, sizeof o.skipped_dbos,
+                 pg ? "its bench.mjs did not report (see the warnings above)"
+                    : "no PostgreSQL server");
 
     sp_native_registry_free(natives);
     if (g_pg)

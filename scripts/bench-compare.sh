@@ -17,11 +17,18 @@
 #     per repetition, which starts and stops its own restate-server and SDK
 #     endpoint. $SPORE_BENCH_RESTATE names a ready copy to use as it is.
 #     When npm install fails (no network), Restate is skipped and the table
-#     says so.
+#     says so;
+#   - DBOS: when node and npm are present, the peer exists
+#     ($SPORE_BENCH_DBOS_SRC, default ../shared/peers/dbos) and this script
+#     started the private PostgreSQL server, a writable copy
+#     ($SPORE_BENCH_DBOS_WORK, default ${TMPDIR:-/tmp}/spore-bench-dbos, kept
+#     for its npm packages); bench_compare runs its bench.mjs once per
+#     repetition on that same server, as the server's superuser over its
+#     socket (DBOS creates its own databases).
 # What it must never do: fail because of a speed (benchmarks print), stop a
 # server or process it did not start, or print a PostgreSQL password.
 #
-# usage: scripts/bench-compare.sh [build-dir] [--no-pg] [--no-restate]
+# usage: scripts/bench-compare.sh [build-dir] [--no-pg] [--no-restate] [--no-dbos]
 #                                 [bench_compare options: --reps R --steps N
 #                                  --runs R --run-steps K --quick --json ...]
 #   build-dir defaults to build-bench (a Release build: `make bench-compare`
@@ -44,11 +51,13 @@ bin=$(cd "$(dirname "$bin")" && pwd)/bench_compare
 
 use_pg=${SPORE_BENCH_PG:-1}
 use_restate=1
+use_dbos=1
 pass=()
 for a in "$@"; do
   case "$a" in
     --no-pg) use_pg=0 ;;
     --no-restate) use_restate=0 ;;
+    --no-dbos) use_dbos=0 ;;
     -h | --help)
       sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
       exec "$bin" --help
@@ -100,8 +109,12 @@ elif ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ -n "${PG_BINDIR:-}
   mkdir -p "$pg_state"
   if url=$("$repo/scripts/pg.sh" start "$pg_state" 2>"$work/pg-start.log" | tail -n 1) && [ -n "$url" ]; then
     pg_started=1
-    export SPORE_TEST_PG=$url
-    note "PostgreSQL: started a private server $(redact "$url")"
+    # every client of this server (spore, the raw INSERTs, DBOS) over its
+    # Unix socket: one transport for all of them (local logins are trusted)
+    pg_root=$(sed -n 's/^PG_ROOT=//p' "$pg_state/env" | tail -n 1)
+    pg_port=$(sed -n 's/^PG_PORT=//p' "$pg_state/env" | tail -n 1)
+    export SPORE_TEST_PG="postgresql://spore@/spore?host=$pg_root/sock&port=$pg_port"
+    note "PostgreSQL: started a private server $(redact "$url"), used over its socket"
   else
     pg_started=1 # whatever pg.sh left behind is stopped by cleanup
     note "PostgreSQL: could not start a private server ($(tail -n 1 "$work/pg-start.log")); skipped"
@@ -152,6 +165,41 @@ if [ -n "$restate_dir" ]; then
     # its data and fdatasync baseline go to the same filesystem, removed at the end
     export BENCH_DIR="$work/restate"
     note "Restate: $restate_dir (its run.sh once per repetition)"
+  fi
+fi
+
+# ---- DBOS (on the private PostgreSQL server: it creates its own databases) ----
+if [ "$use_dbos" = 0 ]; then
+  skipped+=(--skipped "dbos=--no-dbos")
+elif [ "$pg_started" != 1 ] || [ -z "${SPORE_TEST_PG:-}" ]; then
+  skipped+=(--skipped "dbos=needs the private PostgreSQL server this script starts (unset SPORE_TEST_PG)")
+elif ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  skipped+=(--skipped "dbos=node/npm not installed")
+else
+  src=${SPORE_BENCH_DBOS_SRC:-$repo/../shared/peers/dbos}
+  copy=${SPORE_BENCH_DBOS_WORK:-${TMPDIR:-/tmp}/spore-bench-dbos}
+  if [ ! -f "$src/bench.mjs" ]; then
+    skipped+=(--skipped "dbos=no peer in $src")
+  else
+    mkdir -p "$copy"
+    cp -r "$src/." "$copy/" # the peer's files, refreshed; its node_modules stay
+    chmod -R u+w "$copy"
+    if [ ! -d "$copy/node_modules/@dbos-inc/dbos-sdk" ] || [ ! -d "$copy/node_modules/pg" ]; then
+      note "DBOS: npm install in $copy"
+      (cd "$copy" && npm install --no-audit --no-fund >"$work/npm-dbos.log" 2>&1) || copy=""
+      [ -n "$copy" ] || { note "DBOS: npm install failed (no network?); skipped"
+        skipped+=(--skipped "dbos=npm install failed (no network?)"); }
+    fi
+    if [ -n "$copy" ]; then
+      # the private server's own superuser over its socket (local trust)
+      export SPORE_BENCH_DBOS_PGHOST="$pg_root/sock" SPORE_BENCH_DBOS_PGUSER=postgres
+      export SPORE_BENCH_DBOS_PGPORT="$pg_port"
+      pgbench=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)/pgbench
+      [ -x "$pgbench" ] && export PGBENCH="$pgbench"
+      mkdir -p /tmp/pg-bench # bench.mjs writes its pgbench script there, whatever the server
+      pass+=(--dbos "$copy")
+      note "DBOS: $copy (its bench.mjs once per repetition, same server, over its socket)"
+    fi
   fi
 fi
 
