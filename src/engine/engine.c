@@ -153,8 +153,7 @@ void sp_engine_free(sp_engine *e)
     pthread_mutex_unlock(&e->mu);
     engine_attempts_reap(e, true);
     engine_pool_stop(e);
-    sp_store_listener_stop(e->listener); /* serve() stops it; an early exit may not have */
-    e->listener = NULL;
+    ledger_listen_stop(e); /* serve() stops it; an early exit may not have */
     engine_tick_free(e);
     engine_runstate_free(e);
     engine_held_reap(e, true);

@@ -118,6 +118,13 @@ sp_store_listener *ledger_listen(sp_engine *e, sp_wake_fn fn, void *ctx)
     return l;
 }
 
+void ledger_listen_stop(sp_engine *e)
+{
+    sp_store_listener_stop(e->listener);
+    e->listener = NULL;
+    e->listening = false;
+}
+
 void ledger_signal_id(const char *message_id, char out[SP_STORE_REQUEST_ID_MAX])
 {
     snprintf(out, SP_STORE_REQUEST_ID_MAX, "signal/%s", message_id);

@@ -45,6 +45,8 @@ sp_store_rc ledger_scan_timers(struct sp_engine *e, size_t limit, sp_timer_page 
 sp_store_rc ledger_next_timer(struct sp_engine *e, uint64_t *due_at_ms, sp_error *err);
 /* Wake-ups from the store (PostgreSQL LISTEN/NOTIFY): NULL when it has none. */
 sp_store_listener *ledger_listen(struct sp_engine *e, sp_wake_fn fn, void *ctx);
+/* Stop the engine's listener (NULL is fine) and forget it. */
+void ledger_listen_stop(struct sp_engine *e);
 /* Lift a quarantine: request release/<revision>/<quarantineAtMs>. */
 sp_store_rc ledger_release(struct sp_engine *e, const sp_run_key *key, uint64_t revision,
                            uint64_t quarantine_at_ms, sp_flag_res *res, sp_error *err);

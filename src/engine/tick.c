@@ -337,9 +337,7 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
         sp_tick_stats stats;
         group_wait(e);
         if (sp_engine_tick(e, &stats, err)) {
-            sp_store_listener_stop(e->listener);
-            e->listener = NULL;
-            e->listening = false;
+            ledger_listen_stop(e);
             engine_fault_serving(e, false);
             return -1;
         }
@@ -352,9 +350,7 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
         if (backoff || !sp_tick_again(&stats))
             engine_wait(e, backoff ? backoff : serve_wait_ms(e));
     }
-    sp_store_listener_stop(e->listener);
-    e->listener = NULL;
-    e->listening = false;
+    ledger_listen_stop(e);
     engine_fault_serving(e, false);
     sp_engine_shutdown(e);
     sp_tick_stats stats;
