@@ -36,8 +36,10 @@ w2=$bg_pid
 wait_status "$warm" completed "$bound_ms" || fail "the first run did not complete"
 sleep 1 # both workers idle now, each waiting up to 30 s
 
-[ "$(sql "SELECT count(*) FROM pg_trigger WHERE tgname IN ('events_notify', 'invocations_notify', 'timers_notify')")" = 3 ] ||
-  fail "the wake-up triggers are missing"
+[ "$(sql "SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+          JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()
+          AND t.tgname IN ('events_notify', 'invocations_notify', 'timers_notify')")" = 3 ] ||
+  fail "the wake-up triggers of this schema are missing"
 listeners=$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN spore_%'")
 [ "$listeners" -ge 2 ] || fail "want 2 listening connections, saw $listeners"
 
