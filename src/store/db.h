@@ -103,6 +103,15 @@ typedef struct sp_db_driver {
     sp_store_listener *(*listen)(void *conn, sp_wake_fn fn, void *ctx, sp_error *err);
     /* Optional: the client/server round trips so far (NULL: none, SQLite). */
     uint64_t (*round_trips)(void *conn);
+    /* Optional (NULL: the shared logic uses query): a write whose rows are
+     * not read, that the driver may send without waiting for its answer
+     * (PostgreSQL: libpq pipeline mode). `expect_rows` >= 0: it must change
+     * exactly that many rows (else corrupt/store.invariant). A failure of a
+     * deferred write is the answer of the driver's next call on this
+     * connection (query, write, commit), before that call does anything;
+     * rollback discards what is pending. */
+    sp_store_rc (*write)(void *conn, const char *sql, const sp_db_val *params, size_t nparams,
+                         int64_t expect_rows, sp_error *err);
 } sp_db_driver;
 
 /* ---- shared by the drivers (dbutil.c) ---- */

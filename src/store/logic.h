@@ -98,9 +98,18 @@ sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size
 
 #define LG_PARAMS(...) ((const sp_db_val[]){__VA_ARGS__})
 #define LG_NPARAMS(...) (sizeof((const sp_db_val[]){__VA_ARGS__}) / sizeof(sp_db_val))
-/* Run `sql` with the listed parameters; `out` may be NULL. */
+/* Run `sql` with the listed parameters; `out` NULL: a write whose answer
+ * the driver may defer (lg_write). */
 #define LG_Q(s, out, err, sql, ...)                                                                \
-    lg_query((s), (sql), LG_PARAMS(__VA_ARGS__), LG_NPARAMS(__VA_ARGS__), (out), NULL, (err))
+    lg_query_or_write((s), (sql), LG_PARAMS(__VA_ARGS__), LG_NPARAMS(__VA_ARGS__), (out), (err))
+sp_store_rc lg_query_or_write(sp_store *s, const char *sql, const sp_db_val *params,
+                              size_t nparams, sp_db_rows *out, sp_error *err);
+/* A write that reads no rows: the driver may send it without waiting
+ * (sp_db_driver.write); its failure then answers the next call, at the
+ * latest the request's commit. expect_rows >= 0: exactly that many rows
+ * change (else store.invariant). */
+sp_store_rc lg_write(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                     int64_t expect_rows, sp_error *err);
 /* Like LG_Q for writes that must touch exactly one row (else store.invariant). */
 sp_store_rc lg_write1(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
                       sp_error *err);

@@ -79,8 +79,8 @@ static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
     }
     sp_store_rc rc = lg_batch_open(s, err);
     bool write = mode == SP_DB_WRITE;
-    if (rc == SP_STORE_OK && write)
-        rc = lg_query(s, "SAVEPOINT spore_request", NULL, 0, NULL, NULL, err);
+    if (rc == SP_STORE_OK && write) /* sent with the request's first read */
+        rc = lg_write(s, "SAVEPOINT spore_request", NULL, 0, -1, err);
     if (rc == SP_STORE_OK)
         s->batch.request_open = true, s->batch.request_write = write;
     return rc;
@@ -123,8 +123,13 @@ sp_store_rc lg_commit(sp_store *s, sp_error *err)
     }
     sp_store_rc rc = SP_STORE_OK;
     if (s->batch.request_write) {
+        /* immediate: the request's deferred writes answer here, and one that
+         * failed undoes the request alone, not the batch */
         rc = lg_query(s, "RELEASE SAVEPOINT spore_request", NULL, 0, NULL, NULL, err);
-        s->batch.requests += rc == SP_STORE_OK;
+        if (rc == SP_STORE_OK)
+            s->batch.requests++;
+        else
+            lg_rollback(s);
     }
     s->batch.request_open = false;
     return rc;
@@ -145,15 +150,33 @@ sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size
     return s->driver->query(s->conn, sql, params, nparams, out, changes, err);
 }
 
+sp_store_rc lg_write(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
+                     int64_t expect_rows, sp_error *err)
+{
+    if (s->driver->write) {
+        atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
+        return s->driver->write(s->conn, sql, params, nparams, expect_rows, err);
+    }
+    int64_t changes = 0;
+    sp_store_rc rc = lg_query(s, sql, params, nparams, NULL, &changes, err);
+    if (rc == SP_STORE_OK && expect_rows >= 0 && changes != expect_rows)
+        return lg_fail(err, SP_STORE_CORRUPT, "store.invariant",
+                       "a write expected to change %lld row(s) changed %lld",
+                       (long long)expect_rows, (long long)changes);
+    return rc;
+}
+
 sp_store_rc lg_write1(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
                       sp_error *err)
 {
-    int64_t changes = 0;
-    sp_store_rc rc = lg_query(s, sql, params, nparams, NULL, &changes, err);
-    if (rc == SP_STORE_OK && changes != 1)
-        return lg_fail(err, SP_STORE_CORRUPT, "store.invariant",
-                       "a write expected to change one row changed %lld", (long long)changes);
-    return rc;
+    return lg_write(s, sql, params, nparams, 1, err);
+}
+
+sp_store_rc lg_query_or_write(sp_store *s, const char *sql, const sp_db_val *params,
+                              size_t nparams, sp_db_rows *out, sp_error *err)
+{
+    return out ? lg_query(s, sql, params, nparams, out, NULL, err)
+               : lg_write(s, sql, params, nparams, -1, err);
 }
 
 /* One statement on its own: in a batch, inside the batch's transaction;

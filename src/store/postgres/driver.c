@@ -226,6 +226,8 @@ static char *statement_key(const char *sql, const sp_db_val *params, size_t n, s
     return key;
 }
 
+static sp_store_rc flush(pg_conn *c, sp_error *err);
+
 static sp_store_rc prepare(pg_conn *c, const char *sql, const sp_db_val *params, size_t n,
                            pg_stmt **out, sp_error *err)
 {
@@ -253,6 +255,9 @@ static sp_store_rc prepare(pg_conn *c, const char *sql, const sp_db_val *params,
         for (size_t i = 0; i < n; i++)
             types[i] = type_of(&params[i]);
         snprintf(st->name, sizeof st->name, "sp%u", ++c->next_statement);
+        rc = flush(c, err); /* a prepare waits: not inside a pipeline */
+    }
+    if (rc == SP_STORE_OK) {
         atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
         PGresult *res = PQprepare(c->db, st->name, text, (int)n, types);
         if (PQresultStatus(res) != PGRES_COMMAND_OK)
@@ -348,6 +353,128 @@ static sp_store_rc read_rows(const PGresult *res, sp_db_rows *out, sp_error *err
 
 /* ---- the driver ---- */
 
+/* The binary parameters of one statement (freed with bound_free). */
+typedef struct bound {
+    const char **values;
+    int *lengths, *formats;
+    uint64_t *ints;
+} bound;
+
+static void bound_free(bound *b)
+{
+    free(b->values), free(b->lengths), free(b->formats), free(b->ints);
+}
+
+static sp_store_rc bind(const sp_db_val *params, size_t n, bound *b, sp_error *err)
+{
+    b->values = calloc(n ? n : 1, sizeof *b->values);
+    b->lengths = calloc(n ? n : 1, sizeof *b->lengths);
+    b->formats = calloc(n ? n : 1, sizeof *b->formats);
+    b->ints = calloc(n ? n : 1, sizeof *b->ints);
+    if (!b->values || !b->lengths || !b->formats || !b->ints) {
+        bound_free(b);
+        return sp_fail(err, "runtime.out-of-memory", "out of memory"), SP_STORE_UNAVAILABLE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        b->formats[i] = 1;
+        if (params[i].type == SP_DB_INT) {
+            b->ints[i] = htobe64((uint64_t)params[i].i);
+            b->values[i] = (const char *)&b->ints[i];
+            b->lengths[i] = 8;
+        } else if (params[i].type == SP_DB_TEXT || params[i].type == SP_DB_BLOB) {
+            b->values[i] = params[i].s ? params[i].s : "";
+            b->lengths[i] = params[i].s ? (int)params[i].len : 0;
+        }
+    }
+    return SP_STORE_OK;
+}
+
+/* ---- deferred writes: libpq pipeline mode ----
+ * A write whose rows nobody reads is sent at once and answered later: the
+ * next statement that must wait (a read, a prepare, RELEASE, COMMIT) first
+ * syncs the pipeline, so a request's trailing writes and its RELEASE cost
+ * one round trip. The first failure among them is that statement's
+ * answer; PostgreSQL skips the rest (aborted pipeline). */
+
+/* One pending write's answer; false when there is none (connection lost). */
+static bool pending_result(pg_conn *c, int64_t expect, sp_store_rc *rcp, sp_error *err)
+{
+    PGresult *res = PQgetResult(c->db);
+    if (!res) {
+        if (*rcp == SP_STORE_OK)
+            *rcp = sp_pg_fail(c, NULL, "pipeline", err);
+        return false;
+    }
+    sp_store_rc rc = *rcp;
+    ExecStatusType status = PQresultStatus(res);
+    if (rc == SP_STORE_OK && status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        rc = status == PGRES_PIPELINE_ABORTED
+                 ? (sp_fail(err, "store.io", "postgres: a pipelined write was skipped"),
+                    SP_STORE_UNAVAILABLE)
+                 : sp_pg_fail(c, res, "query", err);
+    if (rc == SP_STORE_OK && expect >= 0) {
+        const char *tuples = PQcmdTuples(res);
+        long long changed = tuples && *tuples ? strtoll(tuples, NULL, 10) : 0;
+        if (changed != expect) {
+            sp_fail(err, "store.invariant", "a write expected to change %lld row(s) changed %lld",
+                    (long long)expect, changed);
+            rc = SP_STORE_CORRUPT;
+        }
+    }
+    PQclear(res);
+    PQclear(PQgetResult(c->db)); /* the NULL that ends each command's results */
+    *rcp = rc;
+    return true;
+}
+
+static sp_store_rc flush(pg_conn *c, sp_error *err)
+{
+    if (c->npending == 0)
+        return SP_STORE_OK;
+    atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
+    sp_store_rc rc = SP_STORE_OK;
+    if (PQpipelineSync(c->db) != 1)
+        rc = sp_pg_fail(c, NULL, "pipeline", err);
+    bool answered = rc == SP_STORE_OK;
+    for (size_t i = 0; i < c->npending && answered; i++)
+        answered = pending_result(c, c->pending[i], &rc, err);
+    PGresult *res;
+    while (answered && (res = PQgetResult(c->db)) != NULL) {
+        bool synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+        PQclear(res);
+        if (synced)
+            break;
+    }
+    c->npending = 0;
+    if (PQexitPipelineMode(c->db) != 1 && rc == SP_STORE_OK)
+        rc = sp_pg_fail(c, NULL, "pipeline", err);
+    return rc;
+}
+
+static sp_store_rc pg_write(void *conn, const char *sql, const sp_db_val *params, size_t n,
+                            int64_t expect_rows, sp_error *err)
+{
+    pg_conn *c = conn;
+    pg_stmt *st = NULL;
+    sp_store_rc rc = c->npending == sizeof c->pending / sizeof c->pending[0] ? flush(c, err)
+                                                                            : SP_STORE_OK;
+    if (rc == SP_STORE_OK)
+        rc = prepare(c, sql, params, n, &st, err);
+    bound b = {0};
+    if (rc == SP_STORE_OK)
+        rc = bind(params, n, &b, err);
+    if (rc)
+        return rc;
+    if (PQpipelineStatus(c->db) == PQ_PIPELINE_OFF && PQenterPipelineMode(c->db) != 1)
+        rc = sp_pg_fail(c, NULL, "pipeline", err);
+    else if (PQsendQueryPrepared(c->db, st->name, (int)n, b.values, b.lengths, b.formats, 1) != 1)
+        rc = sp_pg_fail(c, NULL, "query", err);
+    else
+        c->pending[c->npending++] = expect_rows;
+    bound_free(&b);
+    return rc;
+}
+
 static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params, size_t n,
                             sp_db_rows *out, int64_t *changes, sp_error *err)
 {
@@ -355,31 +482,17 @@ static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params
     if (out)
         *out = (sp_db_rows){0};
     pg_stmt *st = NULL;
-    sp_store_rc rc = prepare(c, sql, params, n, &st, err);
+    sp_store_rc rc = flush(c, err);
+    if (rc == SP_STORE_OK)
+        rc = prepare(c, sql, params, n, &st, err);
+    bound b = {0};
+    if (rc == SP_STORE_OK)
+        rc = bind(params, n, &b, err);
     if (rc)
         return rc;
-    const char **values = calloc(n ? n : 1, sizeof *values);
-    int *lengths = calloc(n ? n : 1, sizeof *lengths),
-        *formats = calloc(n ? n : 1, sizeof *formats);
-    uint64_t *ints = calloc(n ? n : 1, sizeof *ints);
-    if (!values || !lengths || !formats || !ints) {
-        free(values), free(lengths), free(formats), free(ints);
-        return sp_fail(err, "runtime.out-of-memory", "out of memory"), SP_STORE_UNAVAILABLE;
-    }
-    for (size_t i = 0; i < n; i++) {
-        formats[i] = 1;
-        if (params[i].type == SP_DB_INT) {
-            ints[i] = htobe64((uint64_t)params[i].i);
-            values[i] = (const char *)&ints[i];
-            lengths[i] = 8;
-        } else if (params[i].type == SP_DB_TEXT || params[i].type == SP_DB_BLOB) {
-            values[i] = params[i].s ? params[i].s : "";
-            lengths[i] = params[i].s ? (int)params[i].len : 0;
-        }
-    }
     atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
-    PGresult *res = PQexecPrepared(c->db, st->name, (int)n, values, lengths, formats, 1);
-    free(values), free(lengths), free(formats), free(ints);
+    PGresult *res = PQexecPrepared(c->db, st->name, (int)n, b.values, b.lengths, b.formats, 1);
+    bound_free(&b);
     ExecStatusType status = PQresultStatus(res);
     if (status == PGRES_TUPLES_OK && out)
         rc = read_rows(res, out, err);
@@ -493,6 +606,13 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
 static sp_store_rc pg_commit(void *conn, sp_error *err)
 {
     pg_conn *c = conn;
+    sp_store_rc failed = flush(c, err); /* a deferred write that failed: nothing commits */
+    if (failed) {
+        if (PQstatus(c->db) == CONNECTION_OK)
+            exec_ok(c, "ROLLBACK", NULL);
+        pthread_mutex_unlock(&c->mu);
+        return failed;
+    }
     atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
     PGresult *res = PQexec(c->db, "COMMIT");
     sp_store_rc rc = SP_STORE_OK;
@@ -519,6 +639,9 @@ static sp_store_rc pg_commit(void *conn, sp_error *err)
 static void pg_rollback(void *conn)
 {
     pg_conn *c = conn;
+    sp_error ignored = {0};
+    flush(c, &ignored); /* what is pending is rolled back with the rest */
+    sp_error_clear(&ignored);
     if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
         exec_ok(c, "ROLLBACK", NULL);
     pthread_mutex_unlock(&c->mu);
@@ -580,6 +703,7 @@ static const sp_db_driver PG_DRIVER = {
     .close = pg_close,
     .listen = sp_pg_listen,
     .round_trips = pg_round_trips,
+    .write = pg_write,
 };
 
 /* ---- the URL ---- */

@@ -37,6 +37,9 @@ typedef struct pg_conn {
     char *secrets[4]; /* the URL's passwords (userinfo, parameter) as written and decoded */
     char *url;        /* as given: the listener connects with it (never shown) */
     atomic_ullong round_trips; /* requests sent to the server and waited for */
+    /* writes sent in pipeline mode, not yet answered (driver.c: flush) */
+    int64_t pending[64];   /* each one's expected row count, -1: any */
+    size_t npending;
 } pg_conn;
 
 /* Open the store at `url` (in OR_CREATE mode creating the schema when the
