@@ -897,33 +897,47 @@ static int wait_group(pid_t pid, double limit_ms)
     return termed ? -1 : status;
 }
 
+/* Fork a peer's benchmark: in the child (0 returned) a process group of its
+ * own, `dir` as its directory, stdout and stderr to `log`, stdin from
+ * /dev/null and default signals; the caller sets the environment and execs.
+ * -1 (warned) when fork fails. */
+static pid_t fork_peer(const char *what, const char *dir, const char *log)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        warn(what, strerror(errno));
+        return -1;
+    }
+    if (pid > 0)
+        return pid;
+    setpgid(0, 0);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || chdir(dir) != 0)
+        _exit(126);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+        dup2(devnull, 0);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    return 0;
+}
+
 static restate_out run_restate(const char *dir, size_t nseq, size_t ninv, size_t kinv,
                                double fsync_ms, int rep)
 {
     restate_out out = {NAN, NAN, NAN, NAN, NAN, ""};
     char log[4300], num[32];
     snprintf(log, sizeof log, "%s/restate-rep%d.log", g_dir, rep);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        warn("restate", strerror(errno));
+    pid_t pid = fork_peer("restate", dir, log);
+    if (pid < 0)
         return out;
-    }
     if (pid == 0) {
-        setpgid(0, 0);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || chdir(dir) != 0)
-            _exit(126);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        close(fd);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, 0);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
         setenv("REPS", "1", 1);
         snprintf(num, sizeof num, "%zu", nseq);
         setenv("N_SEQ", num, 1);
@@ -994,27 +1008,10 @@ static dbos_out run_dbos(const char *dir, size_t nseq, size_t nwf, size_t kwf, i
     char log[4300], results[4300], num[32];
     snprintf(log, sizeof log, "%s/dbos-rep%d.log", g_dir, rep);
     snprintf(results, sizeof results, "%s/dbos-rep%d.json", g_dir, rep);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        warn("dbos", strerror(errno));
+    pid_t pid = fork_peer("dbos", dir, log);
+    if (pid < 0)
         return out;
-    }
     if (pid == 0) {
-        setpgid(0, 0);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || chdir(dir) != 0)
-            _exit(126);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        close(fd);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, 0);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
         const char *host = getenv("SPORE_BENCH_DBOS_PGHOST"), *port = getenv("SPORE_BENCH_DBOS_PGPORT"),
                    *user = getenv("SPORE_BENCH_DBOS_PGUSER");
         if (!host || !port)

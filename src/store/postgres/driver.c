@@ -451,18 +451,24 @@ static sp_store_rc flush(pg_conn *c, sp_error *err)
     return rc;
 }
 
+/* After `rc` (a flush's answer): the statement prepared and its parameters
+ * bound (free them with bound_free). */
+static sp_store_rc ready(pg_conn *c, sp_store_rc rc, const char *sql, const sp_db_val *params,
+                         size_t n, pg_stmt **st, bound *b, sp_error *err)
+{
+    if (rc == SP_STORE_OK)
+        rc = prepare(c, sql, params, n, st, err);
+    return rc == SP_STORE_OK ? bind(params, n, b, err) : rc;
+}
+
 static sp_store_rc pg_write(void *conn, const char *sql, const sp_db_val *params, size_t n,
                             int64_t expect_rows, sp_error *err)
 {
     pg_conn *c = conn;
     pg_stmt *st = NULL;
-    sp_store_rc rc = c->npending == sizeof c->pending / sizeof c->pending[0] ? flush(c, err)
-                                                                            : SP_STORE_OK;
-    if (rc == SP_STORE_OK)
-        rc = prepare(c, sql, params, n, &st, err);
     bound b = {0};
-    if (rc == SP_STORE_OK)
-        rc = bind(params, n, &b, err);
+    bool full = c->npending == sizeof c->pending / sizeof c->pending[0];
+    sp_store_rc rc = ready(c, full ? flush(c, err) : SP_STORE_OK, sql, params, n, &st, &b, err);
     if (rc)
         return rc;
     if (PQpipelineStatus(c->db) == PQ_PIPELINE_OFF && PQenterPipelineMode(c->db) != 1)
@@ -482,12 +488,8 @@ static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params
     if (out)
         *out = (sp_db_rows){0};
     pg_stmt *st = NULL;
-    sp_store_rc rc = flush(c, err);
-    if (rc == SP_STORE_OK)
-        rc = prepare(c, sql, params, n, &st, err);
     bound b = {0};
-    if (rc == SP_STORE_OK)
-        rc = bind(params, n, &b, err);
+    sp_store_rc rc = ready(c, flush(c, err), sql, params, n, &st, &b, err);
     if (rc)
         return rc;
     atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
