@@ -30,7 +30,7 @@ enum {
 };
 
 #define CLI_FORMAT "spore.cli/0.1"
-#define CLI_MAX_POSITIONAL 64
+#define CLI_MAX_POSITIONAL 1024 /* `spore trace` of every golden trace at once */
 /* The code of an option or argument whose value is not acceptable (a bad
  * number, an empty --db, a malformed run ID); `usage` stays the code of a
  * command line of the wrong shape (unknown command or option, wrong count). */
