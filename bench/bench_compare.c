@@ -928,6 +928,23 @@ static pid_t fork_peer(const char *what, const char *dir, const char *log)
     return 0;
 }
 
+/* Wait for a forked peer (its group, bounded); true when it exited 0, else
+ * a warning naming its log. */
+static bool peer_succeeded(const char *what, const char *command, pid_t pid, const char *log)
+{
+    setpgid(pid, pid);
+    g_group = pid;
+    int status = wait_group(pid, WAIT_LIMIT_MS);
+    if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return true;
+    if (!g_abort) {
+        char why[4400];
+        snprintf(why, sizeof why, "%s failed (see %s)", command, log);
+        warn(what, why);
+    }
+    return false;
+}
+
 static restate_out run_restate(const char *dir, size_t nseq, size_t ninv, size_t kinv,
                                double fsync_ms, int rep)
 {
@@ -951,17 +968,8 @@ static restate_out run_restate(const char *dir, size_t nseq, size_t ninv, size_t
         execl("./run.sh", "./run.sh", (char *)NULL);
         _exit(127);
     }
-    setpgid(pid, pid);
-    g_group = pid;
-    int status = wait_group(pid, WAIT_LIMIT_MS);
-    if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        if (!g_abort) {
-            char why[4400];
-            snprintf(why, sizeof why, "./run.sh failed (see %s)", log);
-            warn("restate", why);
-        }
+    if (!peer_succeeded("restate", "./run.sh", pid, log))
         return out;
-    }
     /* run.sh ends with "results: <path of the JSON>" */
     FILE *f = fopen(log, "r");
     char line[4400], results[4400] = "";
@@ -1032,17 +1040,8 @@ static dbos_out run_dbos(const char *dir, size_t nseq, size_t nwf, size_t kwf, i
         execlp("node", "node", "bench.mjs", "--json", results, (char *)NULL);
         _exit(127);
     }
-    setpgid(pid, pid);
-    g_group = pid;
-    int status = wait_group(pid, WAIT_LIMIT_MS);
-    if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        if (!g_abort) {
-            char why[4400];
-            snprintf(why, sizeof why, "node bench.mjs failed (see %s)", log);
-            warn("dbos", why);
-        }
+    if (!peer_succeeded("dbos", "node bench.mjs", pid, log))
         return out;
-    }
     json_error_t jerr;
     json_t *j = json_load_file(results, 0, &jerr);
     if (!j) {

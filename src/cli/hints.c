@@ -15,15 +15,9 @@ typedef struct run_hint {
     const char *actor;
 } run_hint;
 
-static const char *snapshot_text(const json_t *snap, const char *obj, const char *member)
-{
-    return json_string_value(json_object_get(json_object_get(snap, obj), member));
-}
-
 /* The first invocation that needs a person: a 0.1 run's one, or the first
  * unknown or stuck one of a 0.2 run; a stuck one is retried with `retry`. */
-static void hint_intervention(const cli *c, const sp_run_view *v, const json_t *snap,
-                              run_hint *h)
+static void hint_intervention(const cli *c, const sp_run_view *v, run_hint *h)
 {
     sv_state st;
     sp_error err = {0};
@@ -41,9 +35,7 @@ static void hint_intervention(const cli *c, const sp_run_view *v, const json_t *
     else
         cli_next_command(c, h->next, sizeof h->next,
                          "resolve %s %s --complete <outcome> | --retry | --fail <message>",
-                         v->key.run_id,
-                         inv ? inv->invocation_id
-                             : snapshot_text(snap, "invocation", "invocationId"));
+                         v->key.run_id, inv ? inv->invocation_id : "<invocationId>");
     if (parsed)
         sv_free(&st);
 }
@@ -90,7 +82,7 @@ static void hint_of(const cli *c, const sp_run_view *v, const json_t *snap, cons
         return;
     }
     if (strcmp(status, "needs-intervention") == 0) {
-        hint_intervention(c, v, snap, h);
+        hint_intervention(c, v, h);
         return;
     }
     hint_external(c, v, step, h);

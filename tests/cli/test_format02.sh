@@ -24,6 +24,8 @@
 # - cancel of a claimed external step: the run is cancelled at once (the
 #   command takes the cancel, no worker serves the run) and the step's token
 #   no longer completes it;
+# - a cancel reason over 1 KiB and a --max-wait that is no duration are
+#   refused with usage.invalid-value, nothing recorded;
 # - a failed step without a `failed` route parks the run (exit 4, the step
 #   stuck in `interventions`); `retry` re-runs that step alone and the run
 #   completes.
@@ -199,6 +201,15 @@ sp step complete "$token" --db "$db" --outcome approved --output '{"by": "ana"}'
 [ "$rc" -ne 0 ] || fail "external: the token of a cancelled step still completes it"
 sp status "$run" --db "$db" --json
 expect_json '.status == "cancelled" and .nodes.review == null' "external: nothing recorded after the cancel"
+
+# ---- bounds: a cancel reason over 1 KiB, a --max-wait that is no duration ----
+sp start "$wf/sleep.json" --db "$db" --json
+run=$(jq -r '.runId' <<<"$out")
+long=$(head -c 1025 /dev/zero | tr '\0' r)
+expect_error 2 usage.invalid-value "cancel with a reason over 1 KiB" -- cancel "$run" --reason "$long" --db "$db"
+[ "$(count_kind "$run" run.cancel)" = 0 ] || fail "a refused cancel recorded an event"
+expect_error 2 usage.invalid-value "--max-wait 5x" -- run "$wf/sleep.json" --max-wait 5x --db "$db"
+expect_error 2 usage.invalid-value "--max-wait 0" -- run "$wf/sleep.json" --max-wait 0 --db "$db"
 
 # ---- a stuck step, retried ----
 : >"$SPORE_TEST_LOG"

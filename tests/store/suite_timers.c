@@ -4,7 +4,9 @@
  * only once due, fire_timer appends timer.fired exactly once (never early,
  * never for a cancelled or fired timer), timer.cancel deletes it;
  * activity.cancel settles the invocation so nothing claims it again and
- * takes the lease of its running attempt; timer.fired is a reserved kind.
+ * takes the lease of its running attempt; timer.fired is a reserved kind;
+ * one decision with 80 commands lands whole, also when its writes are more
+ * than a pipelining driver keeps pending (80 cancels: 160 writes, no read).
  *
  * What it must never do: look at an adapter's tables (views only).
  */
@@ -144,6 +146,36 @@ static void t01_cancel(store_env *e, const sp_run_key *k, sp_claim *claim)
     EXPECT_OK(commit_with(e, k, "c2", &twice, 1, &err), &err); /* settled: nothing changes */
 }
 
+/* One decision with more writes than a pipelining driver keeps pending
+ * (PostgreSQL: 64): every one of them lands. */
+enum { MANY_TIMERS = 80 };
+
+static void t01_many_commands(store_env *e, const sp_run_key *k)
+{
+    static char ids[MANY_TIMERS][16], payloads[MANY_TIMERS][160];
+    sp_command_rec cmds[MANY_TIMERS];
+    for (int i = 0; i < MANY_TIMERS; i++) {
+        snprintf(ids[i], sizeof ids[i], "cmd_t01_m%02d", i);
+        snprintf(payloads[i], sizeof payloads[i],
+                 "{\"activationId\":\"wait/%d\",\"dueAtMs\":\"1000\","
+                 "\"timerId\":\"tmr_%032d\"}",
+                 i + 10, i);
+        cmds[i] = command(ids[i], "timer.start", payloads[i]);
+    }
+    sp_error err = {0};
+    EXPECT_OK(commit_with(e, k, "t5", cmds, MANY_TIMERS, &err), &err);
+    CHECK_INT(due_timers(e, NULL), MANY_TIMERS); /* due now (1000) */
+    /* cancelling them reads nothing: 160 writes without a read between */
+    static char cancel_ids[MANY_TIMERS][16], cancels[MANY_TIMERS][80];
+    for (int i = 0; i < MANY_TIMERS; i++) {
+        snprintf(cancel_ids[i], sizeof cancel_ids[i], "cmd_t01_c%02d", i);
+        snprintf(cancels[i], sizeof cancels[i], "{\"timerId\":\"tmr_%032d\"}", i);
+        cmds[i] = command(cancel_ids[i], "timer.cancel", cancels[i]);
+    }
+    EXPECT_OK(commit_with(e, k, "t6", cmds, MANY_TIMERS, &err), &err);
+    CHECK_INT(due_timers(e, NULL), 0);
+}
+
 void store_t01_timers_and_cancel(store_env *e)
 {
     sp_run_key k = fx_key("run_t01");
@@ -151,6 +183,7 @@ void store_t01_timers_and_cancel(store_env *e)
     drive_to_claim(e, &k, "w1", 100000, &claim);
     t01_cancel(e, &k, &claim);
     t01_timer_commands(e, &k);
+    t01_many_commands(e, &k);
     t01_fire(e, &k);
     sp_error err = {0};
     fx_body body = fx_body_of("{\"timerId\":\"" TIMER_A "\"}");
