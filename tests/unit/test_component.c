@@ -124,12 +124,13 @@ static void *writer(void *arg)
     memset(chunk, 'x', sizeof chunk);
     size_t left = f->n;
     while (left > 0) {
-        ssize_t w = write(f->fd, chunk, left < sizeof chunk ? left : sizeof chunk);
+        /* send, not write: a reader that closed early is EPIPE, never a SIGPIPE */
+        ssize_t w = send(f->fd, chunk, left < sizeof chunk ? left : sizeof chunk, MSG_NOSIGNAL);
         if (w <= 0)
             break;
         left -= (size_t)w;
     }
-    if (f->newline && write(f->fd, "\nafter", 6) < 0) {
+    if (f->newline && send(f->fd, "\nafter", 6, MSG_NOSIGNAL) < 0) {
         /* the reader may have gone */
     }
     shutdown(f->fd, SHUT_WR);
