@@ -157,7 +157,7 @@ bool lg_dup(char **dst, size_t *len, const sp_db_rows *r, size_t row, size_t col
 #define LG_RUN_COLS                                                                                \
     "start_key, package_digest, artifact_digest, started_digest, status, revision, "               \
     "applied_sequence, next_sequence, last_accepted_ms, fence, quarantine_code, "                  \
-    "quarantine_details, quarantine_at_ms, created_at_ms, updated_at_ms"
+    "quarantine_details, quarantine_at_ms, created_at_ms, updated_at_ms, snapshot_digest"
 enum {
     RUN_START_KEY,
     RUN_PACKAGE_DIGEST,
@@ -174,23 +174,45 @@ enum {
     RUN_Q_AT,
     RUN_CREATED,
     RUN_UPDATED,
+    RUN_SNAPSHOT_DIGEST,
     RUN_NCOLS
 };
 
 /* ---- the mutation runner (request.c) ---- */
 
+/* What a request changed of the run row, written by ONE UPDATE when the
+ * request's writes are done (lg_run_flush): the inbox counters of an
+ * append, the turn of a commit, the fence of a claim. A request that
+ * appends, commits and claims (settle_attempt) rewrites the row - and its
+ * snapshot - once, not three times. Strings are borrowed from the request. */
+typedef struct lg_run_delta {
+    bool inbox, turn, fence;
+    uint64_t next_sequence, last_accepted_ms;                     /* inbox */
+    uint64_t revision, applied_sequence;                          /* turn */
+    const char *snapshot, *snapshot_digest, *status;              /* turn */
+    size_t snapshot_len;                                          /* turn */
+    uint64_t fence_counter;                                       /* fence */
+} lg_run_delta;
+
+typedef struct lg_claimer lg_claimer; /* ops_attempts.c: claims made inside a commit */
+
 typedef struct lg_mut {
     sp_store *s;
     const sp_run_key *key;
     sp_db_rows run;         /* the locked run row: 0 rows = no such run */
+    lg_run_delta delta;     /* what the request changed of it (not yet written) */
     uint64_t now;           /* authority time, sampled after the lock */
     json_t *value;          /* set by `apply`: the typed result (owned) */
     bool natural_duplicate; /* `apply` found the identical request: no writes, no receipt */
+    lg_claimer *claimer;    /* settle_attempt: invocations to claim as the decision makes them */
 } lg_mut;
 
 static inline bool lg_run_exists(const lg_mut *m) { return m->run.nrows == 1; }
-static inline uint64_t lg_run_u64(const lg_mut *m, int col) { return lg_u64(&m->run, 0, col); }
+/* A counter of the run row as this request left it so far (its delta). */
+uint64_t lg_run_u64(const lg_mut *m, int col);
 static inline const char *lg_run_text(const lg_mut *m, int col) { return lg_text(&m->run, 0, col); }
+/* Write the delta (one UPDATE; nothing when the request changed nothing). */
+sp_store_rc lg_run_flush(lg_mut *m, sp_error *err);
 static inline bool lg_run_quarantined(const lg_mut *m)
 {
     return lg_run_text(m, RUN_Q_CODE) != NULL;
@@ -244,6 +266,12 @@ sp_store_rc lg_check_holder(const char *holder, sp_error *err);
 sp_store_rc lg_append(lg_mut *m, const char *event_id, const char *kind, const char *body,
                       size_t len, const char *digest, uint64_t *sequence, uint64_t *accepted,
                       sp_error *err);
+/* The run's inbox counters after an event at `sequence` (the run delta). */
+void lg_run_appended(lg_mut *m, uint64_t sequence, uint64_t accepted);
+/* The run after a committed turn (the run delta; the strings are borrowed
+ * until the request ends). */
+void lg_run_turned(lg_mut *m, uint64_t revision, uint64_t applied, const char *snapshot,
+                   size_t snapshot_len, const char *snapshot_digest, const char *status);
 
 /* ---- format 0.2 commands of a decision (ops_timers.c) ---- */
 

@@ -121,13 +121,9 @@ static sp_store_rc claim_predicates(lg_mut *m, const sp_claim_req *req, const sp
 static sp_store_rc insert_attempt(lg_mut *m, const sp_claim_req *req, const sp_claim *c,
                                   sp_error *err)
 {
-    sp_store_rc rc = LG_W1(m->s, err,
-                           "UPDATE runs SET fence = ?, updated_at_ms = ?"
-                           " WHERE tenant = ? AND run_id = ?",
-                           DB_INT(c->attempt.fence), DB_INT(m->now), DB_TEXT(req->key.tenant),
-                           DB_TEXT(req->key.run_id));
-    if (rc == SP_STORE_OK)
-        rc =
+    m->delta.fence = true;
+    m->delta.fence_counter = c->attempt.fence;
+    sp_store_rc rc =
             LG_Q(m->s, NULL, err,
                  "INSERT INTO attempts (tenant, run_id, attempt_id, invocation_id,"
                  " attempt_number, owner, fence, lease_until_ms, deadline_ms, status, holder,"

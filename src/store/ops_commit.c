@@ -333,6 +333,19 @@ static sp_store_rc diagnostics_text(const sp_commit_turn_req *req, char **out, s
 
 /* ---- writes ---- */
 
+void lg_run_turned(lg_mut *m, uint64_t revision, uint64_t applied, const char *snapshot,
+                   size_t snapshot_len, const char *snapshot_digest, const char *status)
+{
+    lg_run_delta *d = &m->delta;
+    d->turn = true;
+    d->revision = revision;
+    d->applied_sequence = applied;
+    d->snapshot = snapshot;
+    d->snapshot_len = snapshot_len;
+    d->snapshot_digest = snapshot_digest;
+    d->status = status;
+}
+
 static sp_store_rc write_transition(lg_mut *m, const sp_commit_turn_req *req, uint64_t revision,
                                     sp_error *err)
 {
@@ -355,14 +368,8 @@ static sp_store_rc write_transition(lg_mut *m, const sp_commit_turn_req *req, ui
                    DB_INT(revision), DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id),
                    DB_INT(req->event_sequence));
     if (rc == SP_STORE_OK)
-        rc = LG_W1(m->s, err,
-                   "UPDATE runs SET revision = ?, applied_sequence = ?, snapshot = ?,"
-                   " snapshot_digest = ?, status = ?, updated_at_ms = ?"
-                   " WHERE tenant = ? AND run_id = ?",
-                   DB_INT(revision), DB_INT(req->event_sequence),
-                   DB_TEXTN(req->snapshot, req->snapshot_len), DB_TEXT(req->snapshot_digest),
-                   DB_TEXT(req->status), DB_INT(m->now), DB_TEXT(req->key.tenant),
-                   DB_TEXT(req->key.run_id));
+        lg_run_turned(m, revision, req->event_sequence, req->snapshot, req->snapshot_len,
+                      req->snapshot_digest, req->status);
     return rc;
 }
 

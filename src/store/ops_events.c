@@ -39,13 +39,16 @@ sp_store_rc lg_append(lg_mut *m, const char *event_id, const char *kind, const c
              " body_digest, accepted_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
              DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_INT(*sequence), DB_TEXT(event_id),
              DB_TEXT(kind), DB_TEXTN(body, len), DB_TEXT(digest), DB_INT(*accepted));
-    if (rc)
-        return rc;
-    return LG_W1(m->s, err,
-                 "UPDATE runs SET next_sequence = ?, last_accepted_ms = ?, updated_at_ms = ?"
-                 " WHERE tenant = ? AND run_id = ?",
-                 DB_INT(*sequence + 1), DB_INT(*accepted), DB_INT(m->now), DB_TEXT(m->key->tenant),
-                 DB_TEXT(m->key->run_id));
+    if (rc == SP_STORE_OK)
+        lg_run_appended(m, *sequence, *accepted);
+    return rc;
+}
+
+void lg_run_appended(lg_mut *m, uint64_t sequence, uint64_t accepted)
+{
+    m->delta.inbox = true;
+    m->delta.next_sequence = sequence + 1;
+    m->delta.last_accepted_ms = accepted;
 }
 
 /* ---- append_event ---- */

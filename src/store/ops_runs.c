@@ -18,8 +18,8 @@
 
 #include "store/logic.h"
 
-#define RUN_VIEW_COLS LG_RUN_COLS ", snapshot, snapshot_digest"
-enum { RUN_SNAPSHOT = RUN_NCOLS, RUN_SNAPSHOT_DIGEST };
+#define RUN_VIEW_COLS LG_RUN_COLS ", snapshot"
+enum { RUN_SNAPSHOT = RUN_NCOLS };
 
 /* ---- create_run ---- */
 

@@ -32,7 +32,8 @@
  * The runner: begin(write) -> lock the run row (dialect.for_update) ->
  * receipt first (same digest: the stored value, `duplicate`, nothing else
  * evaluated; other digest: conflict/request.digest-mismatch) -> now ->
- * op->apply (predicates in order, writes) -> receipt -> failpoint
+ * op->apply (predicates in order, writes) -> the run row's changes in one
+ * UPDATE (lg_run_flush) -> receipt -> failpoint
  * store.<op>.before-commit -> commit -> store.<op>.after-commit. A failure
  * rolls everything back, receipt included. The result is always decoded from
  * the value, fresh or replayed, so both paths answer the same bytes.
@@ -206,6 +207,64 @@ sp_store_rc lg_need_revision(const lg_mut *m, uint64_t expected, sp_error *err)
                    (unsigned long long)revision, (unsigned long long)expected);
 }
 
+/* ---- the run row as the request leaves it ---- */
+
+uint64_t lg_run_u64(const lg_mut *m, int col)
+{
+    const lg_run_delta *d = &m->delta;
+    if (d->inbox && col == RUN_NEXT)
+        return d->next_sequence;
+    if (d->inbox && col == RUN_LAST_ACCEPTED)
+        return d->last_accepted_ms;
+    if (d->turn && col == RUN_REVISION)
+        return d->revision;
+    if (d->turn && col == RUN_APPLIED)
+        return d->applied_sequence;
+    if (d->fence && col == RUN_FENCE)
+        return d->fence_counter;
+    return lg_u64(&m->run, 0, col);
+}
+
+/* The UPDATE of the changed groups: one of seven statements, each prepared
+ * once (the driver caches statements by their text). */
+static void delta_sql(const lg_run_delta *d, char *sql, size_t n)
+{
+    snprintf(sql, n, "UPDATE runs SET %s%s%supdated_at_ms = ? WHERE tenant = ? AND run_id = ?",
+             d->inbox ? "next_sequence = ?, last_accepted_ms = ?, " : "",
+             d->turn ? "revision = ?, applied_sequence = ?, snapshot = ?, snapshot_digest = ?,"
+                       " status = ?, "
+                     : "",
+             d->fence ? "fence = ?, " : "");
+}
+
+sp_store_rc lg_run_flush(lg_mut *m, sp_error *err)
+{
+    const lg_run_delta *d = &m->delta;
+    if (!d->inbox && !d->turn && !d->fence)
+        return SP_STORE_OK;
+    sp_db_val p[11];
+    size_t n = 0;
+    if (d->inbox) {
+        p[n++] = DB_INT(d->next_sequence);
+        p[n++] = DB_INT(d->last_accepted_ms);
+    }
+    if (d->turn) {
+        p[n++] = DB_INT(d->revision);
+        p[n++] = DB_INT(d->applied_sequence);
+        p[n++] = DB_TEXTN(d->snapshot, d->snapshot_len);
+        p[n++] = DB_TEXT(d->snapshot_digest);
+        p[n++] = DB_TEXT(d->status);
+    }
+    if (d->fence)
+        p[n++] = DB_INT(d->fence_counter);
+    p[n++] = DB_INT(m->now);
+    p[n++] = DB_TEXT(m->key->tenant);
+    p[n++] = DB_TEXT(m->key->run_id);
+    char sql[320];
+    delta_sql(d, sql, sizeof sql);
+    return lg_write1(m->s, sql, p, n, err);
+}
+
 /* ---- the mutation runner ---- */
 
 static sp_store_rc request_digest(const char *op, json_t *body, char *out, sp_error *err)
@@ -282,7 +341,9 @@ static void failpoint(sp_store *s, const lg_op *op, const char *when)
 static sp_store_rc finish_applied(lg_mut *m, const lg_op *op, const char *request_id,
                                   const char *digest, sp_error *err)
 {
-    sp_store_rc rc = insert_receipt(m, op, request_id, digest, err);
+    sp_store_rc rc = lg_run_flush(m, err);
+    if (rc == SP_STORE_OK)
+        rc = insert_receipt(m, op, request_id, digest, err);
     if (rc) {
         lg_rollback(m->s);
         return rc;
