@@ -140,7 +140,8 @@ void spore_interrupt(spore_db *db);
  *   retryable failure `native.failed` whatever was reported; returning 0
  *   without a report is a non-retryable failure `native.no-result`.
  * - It runs on a worker thread, possibly concurrently with itself (several
- *   runs, up to 4 at a time): `user` is shared. It should return promptly
+ *   runs, up to the engine's concurrency at a time): `user` is shared. It
+ *   should return promptly
  *   once spore_call_stop_requested() is true (lost lease, shutdown),
  *   reporting unknown unless it knows its effect did not happen.
  * - The output must be canonical-domain JSON; outcomes are 1-256 bytes,
@@ -163,6 +164,16 @@ typedef int (*spore_native_fn)(void *user, const char *input_json, size_t input_
  * Errors: `native.invalid-name`, `native.duplicate`, `runtime.out-of-memory`. */
 int spore_register_native(spore_db *db, const char *name, spore_native_fn fn, void *user,
                           spore_error *err);
+
+/* The same for a function that returns within microseconds and never
+ * blocks (a computation, an in-memory update): its attempts run on the
+ * handle's loop thread as soon as their claim commits, with no hand-off to
+ * an attempt thread. Everything above holds, but an inline function delays
+ * every other run the handle serves while it runs and never sees a stop
+ * request: use spore_register_native for anything that waits (I/O, locks,
+ * sleeps). */
+int spore_register_native_inline(spore_db *db, const char *name, spore_native_fn fn, void *user,
+                                 spore_error *err);
 
 /* Report success: `outcome` NULL = "ok"; `output_json` NULL = null
  * (`output_len` bytes, need not be NUL-terminated). 0, or -1 out of memory. */

@@ -29,8 +29,8 @@ static int trampoline(void *user, const char *input, size_t len, sp_native_call 
     return b->fn(b->user, input, len, (spore_call *)call);
 }
 
-int spore_register_native(spore_db *db, const char *name, spore_native_fn fn, void *user,
-                          spore_error *err)
+static int register_native(spore_db *db, const char *name, spore_native_fn fn, void *user,
+                           unsigned flags, spore_error *err)
 {
     if (api_need_db(db, err))
         return -1;
@@ -46,7 +46,7 @@ int spore_register_native(spore_db *db, const char *name, spore_native_fn fn, vo
     }
     b->fn = fn;
     b->user = user;
-    if (sp_native_register(db->natives, name, trampoline, b, &e)) {
+    if (sp_native_register_with(db->natives, name, trampoline, b, flags, &e)) {
         free(b);
         return api_error(err, &e);
     }
@@ -55,6 +55,18 @@ int spore_register_native(spore_db *db, const char *name, spore_native_fn fn, vo
     db->bindings = b;
     pthread_mutex_unlock(&db->bindings_mu);
     return 0;
+}
+
+int spore_register_native(spore_db *db, const char *name, spore_native_fn fn, void *user,
+                          spore_error *err)
+{
+    return register_native(db, name, fn, user, 0, err);
+}
+
+int spore_register_native_inline(spore_db *db, const char *name, spore_native_fn fn, void *user,
+                                 spore_error *err)
+{
+    return register_native(db, name, fn, user, SP_NATIVE_INLINE, err);
 }
 
 int spore_call_succeed(spore_call *call, const char *outcome, const char *output_json,

@@ -35,6 +35,8 @@ static const char *const NAMES[] = {
     "store.heartbeat.after-commit",
     "store.finish-attempt.before-commit",
     "store.finish-attempt.after-commit",
+    "store.settle-attempt.before-commit",
+    "store.settle-attempt.after-commit",
     "store.expire-attempt.before-commit",
     "store.expire-attempt.after-commit",
     "store.hold-attempt.before-commit",

@@ -80,7 +80,7 @@ static void hold(inflight *a, const sp_activity_output *out)
     free(handle);
 }
 
-static void report(inflight *a)
+static void report(inflight *a, sp_tick_stats *stats)
 {
     sp_engine *e = a->engine;
     const sp_activity_output *out = &a->out;
@@ -109,12 +109,8 @@ static void report(inflight *a)
         free(body);
         return;
     }
-    sp_store_rc rc = ledger_finish_or_keep(e, &a->claim.attempt, body, len,
-                                           "result-after-lease-expired", &err);
-    sp_error_clear(&err);
+    engine_settle(e, a, body, len, stats);
     free(body);
-    if (rc == SP_STORE_OK)
-        engine_failpoint_durable(e, "host.attempt.after-finish");
 }
 
 /* Resolve the action and its runner. Returns false to abandon (report
@@ -233,6 +229,18 @@ int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_di
     return 0;
 }
 
+/* The claimed action's runner says it may run on this thread (a native
+ * function registered inline: step-path.md §4). */
+static bool runs_inline(sp_engine *e, const inflight *a)
+{
+    sp_error err = {0};
+    const engine_action *ea = NULL;
+    int rc = engine_action_find(e, a->package_digest, a->claim.action_id, &ea, &err);
+    sp_error_clear(&err);
+    return rc == 0 && ea && ea->runner && ea->runner->quick &&
+           ea->runner->quick(&ea->prepared, e->cfg.natives);
+}
+
 void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
 {
     for (inflight *a = e->inflight; a; a = a->next) {
@@ -244,6 +252,13 @@ void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
         if (!mine || !committed)
             continue;
         a->last_beat_ms = engine_mono_ms();
+        if (runs_inline(e, a)) { /* settled before the next pass: no hand-off */
+            pthread_mutex_lock(&e->mu);
+            a->state = ATTEMPT_RUNNING;
+            pthread_mutex_unlock(&e->mu);
+            engine_attempt_execute(a);
+            continue;
+        }
         sp_error submit_err = {0};
         if (engine_pool_submit(e, a, &submit_err)) {
             pthread_mutex_lock(&e->mu);
@@ -259,7 +274,7 @@ void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
 
 /* ---- the tick's side ---- */
 
-void engine_attempts_report(sp_engine *e)
+void engine_attempts_report(sp_engine *e, sp_tick_stats *stats)
 {
     bool abandon = engine_abandoning(e);
     /* Only the tick adds to or frees from the list, so it may walk it
@@ -272,7 +287,7 @@ void engine_attempts_report(sp_engine *e)
         mine = mine && a->state == ATTEMPT_REPORTING;
         pthread_mutex_unlock(&e->mu);
         if (mine)
-            report(a);
+            report(a, stats);
     }
 }
 

@@ -55,19 +55,82 @@ static int quarantine(sp_engine *e, const sp_run_key *key, uint64_t revision, co
     return -1;
 }
 
-static void fill_records(const sp_kernel_decision *d, sp_command_rec *cmds,
-                         sp_diagnostic_rec *diags)
+/* ---- a turn decided by the kernel (also settle.c's) ---- */
+
+static int fill_records(engine_decided *dc, sp_error *err)
 {
+    const sp_kernel_decision *d = &dc->d;
+    dc->cmds = calloc(d->ncommands + 1, sizeof *dc->cmds);
+    dc->diags = calloc(d->ndiagnostics + 1, sizeof *dc->diags);
+    if (!dc->cmds || !dc->diags)
+        return sp_oom(err);
     for (size_t i = 0; i < d->ncommands; i++)
-        cmds[i] = (sp_command_rec){d->commands[i].command_id, d->commands[i].activation_id,
-                                   d->commands[i].kind, d->commands[i].payload,
-                                   d->commands[i].payload_len};
+        dc->cmds[i] = (sp_command_rec){d->commands[i].command_id, d->commands[i].activation_id,
+                                       d->commands[i].kind, d->commands[i].payload,
+                                       d->commands[i].payload_len};
     for (size_t i = 0; i < d->ndiagnostics; i++)
-        diags[i] = (sp_diagnostic_rec){d->diagnostics[i].code, d->diagnostics[i].node_id,
-                                       d->diagnostics[i].details, d->diagnostics[i].details_len};
+        dc->diags[i] = (sp_diagnostic_rec){d->diagnostics[i].code, d->diagnostics[i].node_id,
+                                           d->diagnostics[i].details,
+                                           d->diagnostics[i].details_len};
+    return 0;
 }
 
-typedef enum turn_result { TURN_NEXT, TURN_STOP, TURN_ERROR } turn_result;
+void engine_decided_free(engine_decided *dc)
+{
+    sp_kernel_state_free(dc->next);
+    free(dc->cmds);
+    free(dc->diags);
+    if (dc->has_decision)
+        sp_kernel_decision_free(&dc->d);
+    memset(dc, 0, sizeof *dc);
+}
+
+engine_decide_rc engine_decide(sp_engine *e, const sp_turn *t, engine_decided *out, sp_error *why,
+                               sp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const sp_workflow *wf = engine_workflow(e, t->package_digest, why);
+    if (!wf) {
+        if (strncmp(why->code, "store.", 6) != 0)
+            return ENGINE_UNDECIDABLE;
+        sp_error_move(err, why);
+        return ENGINE_DECIDE_STORE;
+    }
+    sp_kernel_request req = {
+        .identity = {t->package_digest, KERNEL_DIGEST, semantics_of(wf), SP_CODEC_VERSION},
+        .graph = wf->canonical,
+        .graph_len = wf->canonical_len,
+        .loaded_graph = wf,
+        .snapshot = t->snapshot,
+        .snapshot_len = t->snapshot_len,
+        /* taken by the call, whatever it returns; back in d.state */
+        .state = t->revision ? engine_runstate_take(e, &t->key, t->snapshot_digest) : NULL,
+        .want_state = true,
+        .event = {t->event.event_id, t->event.sequence, t->event.accepted_at_ms, t->event.kind,
+                  t->event.body, t->event.body_len},
+        .limits = limits_of(e, wf),
+    };
+    sp_kernel_failure f;
+    int krc = sp_kernel_transition(&req, &out->d, &f);
+    if (krc == SP_KERNEL_OOM) {
+        sp_oom(err);
+        return ENGINE_DECIDE_OOM;
+    }
+    if (krc == SP_KERNEL_FAILURE) {
+        sp_fail(why, f.code, "%s", f.details);
+        return ENGINE_UNDECIDABLE;
+    }
+    out->has_decision = true;
+    sp_failpoint("host.turn.after-reduce");
+    out->next = out->d.state;
+    out->d.state = NULL;
+    sp_kernel_decision_digest(&out->d, out->decision_digest);
+    if (fill_records(out, err)) {
+        engine_decided_free(out);
+        return ENGINE_DECIDE_OOM;
+    }
+    return ENGINE_DECIDED;
+}
 
 /* The decision cancels invocations (format 0.2): stop what runs of them
  * here once the commit is durable; other workers learn it from the lease
@@ -85,35 +148,35 @@ static void cancel_local(sp_engine *e, const sp_kernel_decision *d)
     }
 }
 
-static turn_result commit(sp_engine *e, const sp_turn *t, const sp_kernel_decision *d,
+void engine_decided_committed(sp_engine *e, const sp_run_key *key, engine_decided *dc,
+                              sp_disposition disposition, sp_tick_stats *stats)
+{
+    engine_failpoint_durable(e, "host.turn.after-commit");
+    cancel_local(e, &dc->d);
+    engine_runstate_keep(e, key, dc->next);
+    dc->next = NULL;
+    if (disposition == SP_APPLIED)
+        stats->applied++;
+    else
+        stats->duplicate++;
+}
+
+/* ---- coordinating one run ---- */
+
+typedef enum turn_result { TURN_NEXT, TURN_STOP, TURN_ERROR } turn_result;
+
+static turn_result commit(sp_engine *e, const sp_turn *t, engine_decided *dc,
                           sp_tick_stats *stats, sp_error *err)
 {
-    char decision_digest[SP_DIGEST_TEXT_LEN + 1];
-    sp_kernel_decision_digest(d, decision_digest);
-    sp_command_rec *cmds = calloc(d->ncommands + 1, sizeof *cmds);
-    sp_diagnostic_rec *diags = calloc(d->ndiagnostics + 1, sizeof *diags);
-    if (!cmds || !diags) {
-        free(cmds);
-        free(diags);
-        sp_oom(err);
-        return TURN_ERROR;
-    }
-    fill_records(d, cmds, diags);
+    const sp_kernel_decision *d = &dc->d;
     sp_commit_turn_req req = {t->key, NULL, t->revision, t->event.event_id,
-                              t->event.sequence, decision_digest, d->snapshot, d->snapshot_len,
-                              d->snapshot_digest, d->status, cmds, d->ncommands, diags,
-                              d->ndiagnostics};
+                              t->event.sequence, dc->decision_digest, d->snapshot,
+                              d->snapshot_len, d->snapshot_digest, d->status, dc->cmds,
+                              d->ncommands, dc->diags, d->ndiagnostics};
     sp_commit_turn_res res;
     sp_store_rc rc = ledger_commit_turn(e, &req, &res, err);
-    free(cmds);
-    free(diags);
     if (rc == SP_STORE_OK) {
-        engine_failpoint_durable(e, "host.turn.after-commit");
-        cancel_local(e, d);
-        if (res.disposition == SP_APPLIED)
-            stats->applied++;
-        else
-            stats->duplicate++;
+        engine_decided_committed(e, &t->key, dc, res.disposition, stats);
         return TURN_NEXT;
     }
     if (rc == SP_STORE_STALE) { /* another coordinator won: drop the decision */
@@ -133,51 +196,19 @@ static turn_result commit(sp_engine *e, const sp_turn *t, const sp_kernel_decisi
 
 static turn_result one_turn(sp_engine *e, const sp_turn *t, sp_tick_stats *stats, sp_error *err)
 {
-    sp_error load_err = {0};
-    const sp_workflow *wf = engine_workflow(e, t->package_digest, &load_err);
-    if (!wf) {
-        if (strncmp(load_err.code, "store.", 6) == 0) {
-            sp_error_move(err, &load_err);
-            stats->store_unavailable = true;
-            return TURN_ERROR;
-        }
-        int rc = quarantine(e, &t->key, t->revision, load_err.code, load_err.message, stats, err);
-        sp_error_clear(&load_err);
-        return rc ? TURN_ERROR : TURN_STOP;
-    }
-    sp_kernel_request req = {
-        .identity = {t->package_digest, KERNEL_DIGEST, semantics_of(wf), SP_CODEC_VERSION},
-        .graph = wf->canonical,
-        .graph_len = wf->canonical_len,
-        .loaded_graph = wf,
-        .snapshot = t->snapshot,
-        .snapshot_len = t->snapshot_len,
-        /* taken by the call, whatever it returns; back in d.state */
-        .state = t->snapshot ? engine_runstate_take(e, &t->key, t->snapshot_digest) : NULL,
-        .want_state = true,
-        .event = {t->event.event_id, t->event.sequence, t->event.accepted_at_ms, t->event.kind,
-                  t->event.body, t->event.body_len},
-        .limits = limits_of(e, wf),
-    };
-    sp_kernel_decision d;
-    sp_kernel_failure f;
-    int krc = sp_kernel_transition(&req, &d, &f);
-    if (krc == SP_KERNEL_OOM) {
-        sp_oom(err);
-        return TURN_ERROR;
-    }
-    if (krc == SP_KERNEL_FAILURE)
-        return quarantine(e, &t->key, t->revision, f.code, f.details, stats, err) ? TURN_ERROR
-                                                                                  : TURN_STOP;
-    sp_failpoint("host.turn.after-reduce");
-    sp_kernel_state *next = d.state;
-    d.state = NULL;
-    turn_result r = commit(e, t, &d, stats, err);
-    if (r == TURN_NEXT) /* committed (applied or a duplicate of the same decision) */
-        engine_runstate_keep(e, &t->key, next);
-    else
-        sp_kernel_state_free(next);
-    sp_kernel_decision_free(&d);
+    engine_decided dc;
+    sp_error why = {0};
+    engine_decide_rc d = engine_decide(e, t, &dc, &why, err);
+    turn_result r = TURN_ERROR;
+    if (d == ENGINE_DECIDED)
+        r = commit(e, t, &dc, stats, err);
+    else if (d == ENGINE_UNDECIDABLE)
+        r = quarantine(e, &t->key, t->revision, why.code, why.message, stats, err) ? TURN_ERROR
+                                                                                   : TURN_STOP;
+    else if (d == ENGINE_DECIDE_STORE)
+        stats->store_unavailable = true;
+    sp_error_clear(&why);
+    engine_decided_free(&dc);
     return r;
 }
 

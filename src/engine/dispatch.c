@@ -19,8 +19,7 @@
 #include "engine/internal.h"
 #include "engine/ledger.h"
 
-/* Free slots: attempts this engine may still take on. */
-static uint32_t free_slots(sp_engine *e)
+uint32_t engine_free_slots(sp_engine *e)
 {
     uint32_t held = engine_attempts_held(e); /* this batch's claims included */
     pthread_mutex_lock(&e->mu);
@@ -30,9 +29,7 @@ static uint32_t free_slots(sp_engine *e)
     return closed || held >= max ? 0 : max - held;
 }
 
-/* A duplicate receipt is a historical claim: own it only if a heartbeat
- * under that claim is applied now. */
-static bool confirm_duplicate(sp_engine *e, const sp_claim *claim, sp_error *err)
+bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err)
 {
     sp_heartbeat_res res;
     sp_store_rc rc = ledger_heartbeat(e, &claim->attempt, e->cfg.lease_ms, false, &res, err);
@@ -41,14 +38,11 @@ static bool confirm_duplicate(sp_engine *e, const sp_claim *claim, sp_error *err
     return ok;
 }
 
-/* Whether this worker should claim the item: its pinned action exists, is
- * not external, and this host can serve it. A package that cannot be read is
- * left to the coordinator (which quarantines the run). */
-static bool workable(sp_engine *e, const sp_due_item *item)
+bool engine_workable(sp_engine *e, const char *package_digest, const char *action_id)
 {
     sp_error err = {0};
     const engine_action *ea;
-    int rc = engine_action_find(e, item->package_digest, item->action_id, &ea, &err);
+    int rc = engine_action_find(e, package_digest, action_id, &ea, &err);
     sp_error_clear(&err);
     if (rc)
         return false;
@@ -74,7 +68,7 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
         sp_error_clear(err); /* someone else claimed it, or it is not due: skip */
         return 0;
     }
-    if (claim.disposition == SP_DUPLICATE && !confirm_duplicate(e, &claim, err)) {
+    if (claim.disposition == SP_DUPLICATE && !engine_claim_confirm(e, &claim, err)) {
         sp_claim_free(&claim);
         return 0;
     }
@@ -86,7 +80,7 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
 static int dispatch_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats,
                         sp_error *err)
 {
-    if (engine_invocation_in_flight(e, &item->key, item->id) || !workable(e, item))
+    if (engine_invocation_in_flight(e, &item->key, item->id) || !engine_workable(e, item->package_digest, item->action_id))
         return 0;
     return claim_one(e, item, stats, err);
 }
@@ -95,7 +89,7 @@ int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, 
 {
     char *cursor = NULL;
     int r = 0;
-    for (uint32_t slots = free_slots(e); slots > 0 && r == 0; slots = free_slots(e)) {
+    for (uint32_t slots = engine_free_slots(e); slots > 0 && r == 0; slots = engine_free_slots(e)) {
         sp_due_page page;
         sp_store_rc rc = ledger_scan_outbox(e, only, cursor, slots, &page, err);
         free(cursor);
@@ -104,7 +98,7 @@ int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, 
             stats->store_unavailable = sp_store_rc_transient(rc);
             return -1;
         }
-        for (size_t i = 0; i < page.n && r == 0 && free_slots(e) > 0; i++)
+        for (size_t i = 0; i < page.n && r == 0 && engine_free_slots(e) > 0; i++)
             r = dispatch_one(e, &page.items[i], stats, err);
         if (page.next_cursor && r == 0)
             cursor = strdup(page.next_cursor);

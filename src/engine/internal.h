@@ -246,6 +246,51 @@ void engine_fault_noted(sp_engine *e, bool write, const char *call, sp_store_rc 
 const sp_workflow *engine_workflow(sp_engine *e, const char *digest, sp_error *err);
 void engine_packages_free(sp_engine *e);
 
+/* coordinate.c: a turn decided by the kernel and not yet committed (the
+ * commit_turn of coordinate, or the decision settle_attempt asks for). */
+typedef struct engine_decided {
+    sp_kernel_decision d;
+    bool has_decision;
+    sp_kernel_state *next; /* the new decoded state, kept once committed */
+    char decision_digest[SP_DIGEST_TEXT_LEN + 1];
+    sp_command_rec *cmds; /* d's commands and diagnostics as the store takes them */
+    sp_diagnostic_rec *diags;
+} engine_decided;
+
+typedef enum engine_decide_rc {
+    ENGINE_DECIDED,      /* *out holds the decision */
+    ENGINE_UNDECIDABLE,  /* quarantine the run: *why says why (kernel failure, package) */
+    ENGINE_DECIDE_STORE, /* the package could not be read: err */
+    ENGINE_DECIDE_OOM,   /* err */
+} engine_decide_rc;
+
+/* Run the kernel on turn `t` (its kept decoded state taken when the run has
+ * one for t->snapshot_digest, else t->snapshot decoded). *out is always
+ * released with engine_decided_free. */
+engine_decide_rc engine_decide(sp_engine *e, const sp_turn *t, engine_decided *out, sp_error *why,
+                               sp_error *err);
+/* The decision was committed (applied or duplicate): keep its state, stop
+ * what it cancels and fire host.turn.after-commit once durable, count it. */
+void engine_decided_committed(sp_engine *e, const sp_run_key *key, engine_decided *dc,
+                              sp_disposition disposition, sp_tick_stats *stats);
+void engine_decided_free(engine_decided *dc);
+
+/* dispatch.c: attempts this engine may still take on (none once shutdown
+ * began); whether this worker should claim an invocation of that action
+ * (its pinned action exists, is not external, and this host can serve it:
+ * a package that cannot be read is left to the coordinator, which
+ * quarantines the run); a duplicate claim receipt is a historical claim:
+ * own it only if a heartbeat under it is applied now. */
+uint32_t engine_free_slots(sp_engine *e);
+bool engine_workable(sp_engine *e, const char *package_digest, const char *action_id);
+bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err);
+
+/* settle.c: report a finished attempt's result body with settle_attempt -
+ * the decision on it and the claims it makes in the same request - falling
+ * back to finish_attempt when the store refuses the decision. */
+void engine_settle(sp_engine *e, inflight *a, const char *body, size_t len,
+                   sp_tick_stats *stats);
+
 /* coordinate.c, sweep.c, dispatch.c */
 int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);
 /* sweep.c: expire due leases and deadlines (held ones: stop first) and dead
@@ -307,7 +352,7 @@ int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_di
 void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err);
 /* Report every settled attempt (finish, hold, or late evidence); they are
  * REPORTING until engine_attempts_reported says whether the batch committed. */
-void engine_attempts_report(sp_engine *e);
+void engine_attempts_report(sp_engine *e, sp_tick_stats *stats);
 void engine_attempts_reported(sp_engine *e, bool committed);
 /* Heartbeat every attempt whose beat is due (a stale answer stops it). */
 void engine_attempts_heartbeat(sp_engine *e);
@@ -347,6 +392,8 @@ void engine_tick_free(sp_engine *e);
 sp_kernel_state *engine_runstate_take(sp_engine *e, const sp_run_key *key,
                                       const char *snapshot_digest);
 void engine_runstate_keep(sp_engine *e, const sp_run_key *key, sp_kernel_state *state);
+/* A kept state exists for the run with this snapshot digest. */
+bool engine_runstate_has(sp_engine *e, const sp_run_key *key, const char *snapshot_digest);
 void engine_runstate_free(sp_engine *e);
 
 /* result.c: the activity.result body for a runner's output (<= 64 KiB). */

@@ -22,6 +22,7 @@ typedef enum request_kind {
     ID_RENEW,       /* renew/<attemptId>/<nonce>/<n> */
     ID_HOLD,        /* hold/<attemptId> */
     ID_FINISH,      /* finish/<attemptId> */
+    ID_SETTLE,      /* settle/<attemptId> */
     ID_EXPIRE,      /* expire/<attemptId> */
     ID_LATE,        /* late/<attemptId>/<kind>/<nonce> */
     ID_AGENT_EVENT, /* agent-event/<attemptId>/<n> (b: decimal) */
@@ -48,6 +49,7 @@ static void request_id(sp_engine *e, request_kind kind, const char *a, const cha
     case ID_RENEW: snprintf(out, n, "renew/%s/%s/%lu", a, e->nonce, count); return;
     case ID_HOLD: snprintf(out, n, "hold/%s", a); return;
     case ID_FINISH: snprintf(out, n, "finish/%s", a); return;
+    case ID_SETTLE: snprintf(out, n, "settle/%s", a); return;
     case ID_EXPIRE: snprintf(out, n, "expire/%s", a); return;
     case ID_LATE: snprintf(out, n, "late/%s/%s/%s", a, b, e->nonce); return;
     case ID_AGENT_EVENT: snprintf(out, n, "agent-event/%s/%s", a, b); return;
@@ -263,6 +265,24 @@ sp_store_rc ledger_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const
     ENGINE_RETRY(e, rc, err, sp_store_finish_attempt(e->store, &req, &res, err));
     if (rc == SP_STORE_STALE)
         ledger_keep_late(e, ref, late_kind, body, len);
+    return rc;
+}
+
+sp_store_rc ledger_settle(sp_engine *e, const sp_attempt_ref *ref, const char *body, size_t len,
+                          const sp_decider *decider, sp_settle_res *res, sp_error *err)
+{
+    char id[SP_STORE_REQUEST_ID_MAX], digest[SP_DIGEST_TEXT_LEN + 1];
+    request_id(e, ID_SETTLE, ref->attempt_id, NULL, id);
+    sp_digest_one("body", body, len, digest);
+    sp_settle_req req = {.attempt = *ref,
+                         .request_id = id,
+                         .result = {body, len, digest},
+                         .decider = decider,
+                         .worker = e->worker_id,
+                         .lease_duration_ms = e->cfg.lease_ms,
+                         .host = e->host};
+    sp_store_rc rc;
+    ENGINE_RETRY(e, rc, err, sp_store_settle_attempt(e->store, &req, res, err));
     return rc;
 }
 

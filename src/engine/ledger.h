@@ -77,6 +77,10 @@ sp_store_rc ledger_hold(struct sp_engine *e, sp_hold_req *req, sp_heartbeat_res 
  * its lease is gone (stale) the body is kept as late evidence of late_kind. */
 sp_store_rc ledger_finish_or_keep(struct sp_engine *e, const sp_attempt_ref *ref, const char *body,
                                   size_t len, const char *late_kind, sp_error *err);
+/* settle/<attemptId>: the result, the decision `decider` makes on it and the
+ * claims it asks for, in one request (store.h settle_attempt). */
+sp_store_rc ledger_settle(struct sp_engine *e, const sp_attempt_ref *ref, const char *body, size_t len,
+                          const sp_decider *decider, sp_settle_res *res, sp_error *err);
 /* Expire an attempt: request expire/<attemptId>. */
 sp_store_rc ledger_expire(struct sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason,
                           sp_finish_res *res, sp_error *err);

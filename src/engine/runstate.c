@@ -36,6 +36,12 @@ sp_kernel_state *engine_runstate_take(sp_engine *e, const sp_run_key *key,
     return NULL;
 }
 
+bool engine_runstate_has(sp_engine *e, const sp_run_key *key, const char *snapshot_digest)
+{
+    runstate_entry *r = find(e, key);
+    return r && strcmp(sp_kernel_state_digest(r->state), snapshot_digest) == 0;
+}
+
 void engine_runstate_keep(sp_engine *e, const sp_run_key *key, sp_kernel_state *state)
 {
     if (!state)

@@ -99,7 +99,7 @@ static int batch_work(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only
                       batch_scope scope, sp_error *err)
 {
     engine_attempts_heartbeat(e);
-    engine_attempts_report(e);
+    engine_attempts_report(e, stats);
     if (scope == BATCH_SETTLE)
         return 0;
     if (engine_fire_timers(e, stats, err) || engine_coordinate(e, stats, only, err))

@@ -27,6 +27,7 @@ typedef struct native_entry {
     char *name;
     sp_native_fn fn;
     void *user;
+    unsigned flags; /* SP_NATIVE_* */
 } native_entry;
 
 struct sp_native_registry {
@@ -65,7 +66,7 @@ static native_entry *find(const sp_native_registry *r, const char *name)
 }
 
 static int add_entry(sp_native_registry *r, const char *name, sp_native_fn fn, void *user,
-                     sp_error *err)
+                     unsigned flags, sp_error *err)
 {
     if (find(r, name))
         return sp_fail(err, "native.duplicate", "native function \"%s\" is already registered",
@@ -81,12 +82,18 @@ static int add_entry(sp_native_registry *r, const char *name, sp_native_fn fn, v
     char *copy = strdup(name);
     if (!copy)
         return sp_oom(err);
-    r->entries[r->n++] = (native_entry){copy, fn, user};
+    r->entries[r->n++] = (native_entry){copy, fn, user, flags};
     return 0;
 }
 
 int sp_native_register(sp_native_registry *r, const char *name, sp_native_fn fn, void *user,
                        sp_error *err)
+{
+    return sp_native_register_with(r, name, fn, user, 0, err);
+}
+
+int sp_native_register_with(sp_native_registry *r, const char *name, sp_native_fn fn, void *user,
+                            unsigned flags, sp_error *err)
 {
     size_t len = name ? strnlen(name, SP_NATIVE_NAME_MAX + 1) : 0;
     if (!fn || len == 0 || len > SP_NATIVE_NAME_MAX || !sp_utf8_valid(name, len))
@@ -94,7 +101,7 @@ int sp_native_register(sp_native_registry *r, const char *name, sp_native_fn fn,
                        "a native function needs a name of 1 to %d bytes of UTF-8 and a function",
                        SP_NATIVE_NAME_MAX);
     pthread_rwlock_wrlock(&r->lock);
-    int rc = add_entry(r, name, fn, user, err);
+    int rc = add_entry(r, name, fn, user, flags, err);
     pthread_rwlock_unlock(&r->lock);
     return rc;
 }
@@ -111,6 +118,16 @@ bool sp_native_lookup(const sp_native_registry *registry, const char *name, sp_n
     }
     pthread_rwlock_unlock(&r->lock);
     return e != NULL;
+}
+
+static bool is_inline(const sp_native_registry *registry, const char *name)
+{
+    sp_native_registry *r = (sp_native_registry *)registry; /* the lock is not the value */
+    pthread_rwlock_rdlock(&r->lock);
+    native_entry *e = find(r, name);
+    bool quick = e && (e->flags & SP_NATIVE_INLINE);
+    pthread_rwlock_unlock(&r->lock);
+    return quick;
 }
 
 /* ---- one call ---- */
@@ -333,10 +350,18 @@ int sp_native_run(const sp_runner_ctx *ctx, const char *action_id, const json_t 
     return out->kind == SP_OUTPUT_SUCCESS || out->error ? 0 : -1;
 }
 
+/* A function registered inline runs on the engine's loop thread. */
+static bool native_quick(const sp_runner_action *a, const sp_native_registry *natives)
+{
+    const char *name = json_string_value(json_object_get(a->raw, "function"));
+    return natives && name && is_inline(natives, name);
+}
+
 /* No prepare: the registered function is looked up at each call, in the
  * registry of the calling engine (ctx->natives). */
 const sp_runner sp_native_runner = {
     .kind = "native",
     .validate = native_validate,
     .run = native_run,
+    .quick = native_quick,
 };

@@ -80,6 +80,13 @@ int sp_native_register(sp_native_registry *registry, const char *name, sp_native
                        void *user, sp_error *err);
 
 /* True (and *fn, *user filled) when `name` is registered. */
+/* A function that returns within microseconds and never blocks: its
+ * attempts run on the engine's loop thread as soon as their claim commits,
+ * with no hand-off to an attempt thread (step-path.md §4). */
+#define SP_NATIVE_INLINE 1u
+int sp_native_register_with(sp_native_registry *registry, const char *name, sp_native_fn fn,
+                            void *user, unsigned flags, sp_error *err);
+
 bool sp_native_lookup(const sp_native_registry *registry, const char *name, sp_native_fn *fn,
                       void **user);
 

@@ -233,6 +233,11 @@ typedef struct sp_runner {
      * a failure (<kind>.invalid). Returns promptly once ctx->stop fires. */
     int (*run)(const sp_runner_ctx *ctx, const sp_runner_action *action, const json_t *input,
                sp_activity_output *out);
+    /* The attempt may run on the caller's own thread - the engine's loop,
+     * right after its claim commits - instead of an attempt thread: it
+     * returns within microseconds and never blocks (a native function
+     * registered inline). NULL: never. */
+    bool (*quick)(const sp_runner_action *action, const struct sp_native_registry *natives);
     /* Async kinds: fill `out` (the defaults when the action has no async
      * member) and return true when an attempt of `action` is held after its
      * start answers a handle. */

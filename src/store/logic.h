@@ -258,6 +258,47 @@ sp_store_rc lg_check_lease(lg_mut *m, const sp_attempt_ref *ref, sp_db_rows *row
  * (quota/holder.too-large). */
 sp_store_rc lg_check_holder(const char *holder, sp_error *err);
 
+/* ---- how an attempt ends (ops_finish.c) ---- */
+
+/* An attempt request's reference and request ID (conflict/request.invalid). */
+sp_store_rc lg_attempt_args(const sp_attempt_ref *ref, const char *request_id, sp_error *err);
+/* finish_attempt's predicates, in order: result size, evidence, shape, the
+ * fenced lease. */
+sp_store_rc lg_finish_predicates(lg_mut *m, const sp_attempt_ref *ref, const sp_evidence *result,
+                                 sp_error *err);
+/* The attempt ended (`status`, `reason`, `result`) and its invocation settled. */
+sp_store_rc lg_attempt_ended(lg_mut *m, const sp_attempt_ref *ref, const char *status,
+                             const char *reason, const char *result, sp_error *err);
+/* The ID of an attempt's result event: att:<attemptId>. */
+#define LG_EVENT_ID_MAX (SP_ID_LEN + 32)
+void lg_result_event_id(const sp_attempt_ref *ref, char out[LG_EVENT_ID_MAX]);
+
+/* What a claim answers about its invocation (borrowed strings). */
+typedef struct lg_invocation {
+    const char *invocation_id, *node_id, *action_id, *effect_key, *input;
+    size_t input_len;
+    const char *input_digest;
+    uint32_t attempt_number;
+} lg_invocation;
+
+/* Claims made inside a decision (settle_attempt): the invocations its
+ * caller wants, the claim terms (claim_attempt's: worker, lease, host), and
+ * the claims made, as their typed values. */
+struct lg_claimer {
+    const char *const *wanted;
+    size_t nwanted;
+    const sp_claim_req *terms;
+    json_t *made; /* array of lg_claim_value */
+};
+
+/* The decision being committed should claim `invocation_id` now: it is
+ * wanted, due (not_before_ms <= now) and the run is not quarantined. */
+bool lg_claim_wanted(const lg_mut *m, const char *invocation_id, uint64_t not_before_ms);
+/* Claim an invocation the decision just inserted as running. */
+sp_store_rc lg_claim_inserted(lg_mut *m, const lg_invocation *inv, sp_error *err);
+/* Claim an invocation the decision just made pending again (a retry). */
+sp_store_rc lg_claim_retried(lg_mut *m, const char *invocation_id, sp_error *err);
+
 /* ---- shared writes ---- */
 
 /* Append one event at the run's next gapless sequence with acceptedAtMs =
@@ -266,12 +307,40 @@ sp_store_rc lg_check_holder(const char *holder, sp_error *err);
 sp_store_rc lg_append(lg_mut *m, const char *event_id, const char *kind, const char *body,
                       size_t len, const char *digest, uint64_t *sequence, uint64_t *accepted,
                       sp_error *err);
+/* One event as the append rule places it. */
+typedef struct lg_event_rec {
+    const char *event_id, *kind, *body;
+    size_t len;
+    const char *digest;
+    uint64_t sequence, accepted_at_ms;
+} lg_event_rec;
+
+/* The next event's gapless sequence and its accepted time, max(now, the
+ * previous event's). */
+void lg_next_event(const lg_mut *m, uint64_t *sequence, uint64_t *accepted);
+/* Insert it (consumed by `consumed_revision`, 0 = pending) and advance the
+ * run's inbox counters; quota/event.too-large above 64 KiB. */
+sp_store_rc lg_insert_event(lg_mut *m, const lg_event_rec *ev, uint64_t consumed_revision,
+                            sp_error *err);
 /* The run's inbox counters after an event at `sequence` (the run delta). */
 void lg_run_appended(lg_mut *m, uint64_t sequence, uint64_t accepted);
 /* The run after a committed turn (the run delta; the strings are borrowed
  * until the request ends). */
 void lg_run_turned(lg_mut *m, uint64_t revision, uint64_t applied, const char *snapshot,
                    size_t snapshot_len, const char *snapshot_digest, const char *status);
+
+/* ---- decisions (ops_commit.c) ---- */
+
+/* A decision's own members (digests, status, snapshot, records within their
+ * bounds): conflict/request.invalid. */
+sp_store_rc lg_check_decision(const sp_commit_turn_req *req, sp_error *err);
+/* commit_turn's decision predicates and writes, the run's own predicates
+ * (revision, pending event) already checked: snapshot digest and size,
+ * command IDs, each command's rules; the transition, the run's new state
+ * (its delta), each command and what it authorizes (m->claimer: claimed at
+ * once). event_consumed: the event was inserted consumed already. */
+sp_store_rc lg_commit_decision(lg_mut *m, const sp_commit_turn_req *req, bool event_consumed,
+                               sp_error *err);
 
 /* ---- format 0.2 commands of a decision (ops_timers.c) ---- */
 
@@ -298,6 +367,11 @@ json_t *lg_committed_value(const sp_run_key *key, uint64_t revision, uint64_t ap
 sp_store_rc lg_committed_decode(const json_t *v, void *res, sp_error *err);
 json_t *lg_claim_value(const sp_claim *c); /* c->input is canonical text */
 sp_store_rc lg_claim_decode(const json_t *v, void *res, sp_error *err);
+/* settle_attempt; takes `claims` (an array of claim values); revision 0 =
+ * no turn. */
+json_t *lg_settled_value(uint64_t sequence, uint64_t revision, const char *decision_digest,
+                         json_t *claims);
+sp_store_rc lg_settled_decode(const json_t *v, void *res, sp_error *err);
 json_t *lg_lease_value(uint64_t lease_until_ms);
 sp_store_rc lg_lease_decode(const json_t *v, void *res, sp_error *err);
 json_t *lg_result_value(uint64_t sequence);

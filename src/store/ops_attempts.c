@@ -99,90 +99,151 @@ enum {
     IV_NOT_BEFORE
 };
 
-static sp_store_rc claim_predicates(lg_mut *m, const sp_claim_req *req, const sp_db_rows *inv,
+static sp_store_rc claim_predicates(lg_mut *m, const char *invocation_id, const sp_db_rows *inv,
                                     sp_error *err)
 {
     if (inv->nrows == 0)
         return lg_fail(err, SP_STORE_NOT_FOUND, "invocation.not-found",
-                       "invocation %s does not exist", req->invocation_id);
+                       "invocation %s does not exist", invocation_id);
     sp_store_rc rc = lg_need_unquarantined(m, err);
     if (rc)
         return rc;
     if (strcmp(lg_text(inv, 0, IV_STATUS), "pending") != 0)
         return lg_fail(err, SP_STORE_CONFLICT, "invocation.not-claimable", "invocation %s is %s",
-                       req->invocation_id, lg_text(inv, 0, IV_STATUS));
+                       invocation_id, lg_text(inv, 0, IV_STATUS));
     if (m->now < lg_u64(inv, 0, IV_NOT_BEFORE))
         return lg_fail(err, SP_STORE_CONFLICT, "invocation.not-due",
-                       "invocation %s is not due before %llu", req->invocation_id,
+                       "invocation %s is not due before %llu", invocation_id,
                        (unsigned long long)lg_u64(inv, 0, IV_NOT_BEFORE));
     return SP_STORE_OK;
 }
 
-static sp_store_rc insert_attempt(lg_mut *m, const sp_claim_req *req, const sp_claim *c,
-                                  sp_error *err)
+/* The invocation as `inv` (its row) says, borrowing its strings. */
+static lg_invocation invocation_of(const char *invocation_id, const sp_db_rows *inv)
+{
+    return (lg_invocation){invocation_id,
+                           lg_text(inv, 0, IV_NODE),
+                           lg_text(inv, 0, IV_ACTION),
+                           lg_text(inv, 0, IV_EFFECT),
+                           lg_text(inv, 0, IV_INPUT),
+                           lg_len(inv, 0, IV_INPUT),
+                           lg_text(inv, 0, IV_INPUT_DIGEST),
+                           (uint32_t)lg_u64(inv, 0, IV_NUMBER)};
+}
+
+/* The claim as it will be answered, borrowing strings from `inv`. */
+static void claim_of(const lg_mut *m, const sp_claim_req *terms, const lg_invocation *inv,
+                     sp_claim *c)
+{
+    c->attempt.key = *m->key;
+    snprintf(c->attempt.invocation_id, sizeof c->attempt.invocation_id, "%s", inv->invocation_id);
+    snprintf(c->attempt.owner, sizeof c->attempt.owner, "%s", terms->worker);
+    c->attempt_number = inv->attempt_number;
+    snprintf(c->attempt.attempt_id, sizeof c->attempt.attempt_id, "%s.%u", inv->invocation_id,
+             c->attempt_number);
+    c->attempt.fence = lg_run_u64(m, RUN_FENCE) + 1;
+    c->deadline_ms =
+        terms->deadline_in_ms ? lg_sat_add(m->now, terms->deadline_in_ms) : terms->deadline_ms;
+    c->lease_until_ms = capped(lg_sat_add(m->now, terms->lease_duration_ms), c->deadline_ms);
+    c->node_id = (char *)inv->node_id;
+    c->action_id = (char *)inv->action_id;
+    c->effect_key = (char *)inv->effect_key;
+    c->input = (char *)inv->input;
+    c->input_len = inv->input_len;
+    snprintf(c->input_digest, sizeof c->input_digest, "%s", inv->input_digest);
+}
+
+/* The attempt of claim `c` (the run's fence counter in its delta); the
+ * invocation becomes running unless it was inserted running. */
+static sp_store_rc insert_attempt(lg_mut *m, const sp_claim_req *terms, const sp_claim *c,
+                                  bool invocation_running, sp_error *err)
 {
     m->delta.fence = true;
     m->delta.fence_counter = c->attempt.fence;
     sp_store_rc rc =
-            LG_Q(m->s, NULL, err,
-                 "INSERT INTO attempts (tenant, run_id, attempt_id, invocation_id,"
-                 " attempt_number, owner, fence, lease_until_ms, deadline_ms, status, holder,"
-                 " owner_host, owner_pid, owner_started, started_at_ms)"
-                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
-                 DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_TEXT(c->attempt.attempt_id),
-                 DB_TEXT(req->invocation_id), DB_INT(c->attempt_number), DB_TEXT(req->worker),
-                 DB_INT(c->attempt.fence), DB_INT(c->lease_until_ms), DB_INT(c->deadline_ms),
-                 DB_OPT_TEXT(req->holder), DB_TEXT(req->host.host_id), DB_INT(req->host.pid),
-                 DB_INT(req->host.pid_started), DB_INT(m->now));
-    if (rc == SP_STORE_OK)
+        LG_Q(m->s, NULL, err,
+             "INSERT INTO attempts (tenant, run_id, attempt_id, invocation_id,"
+             " attempt_number, owner, fence, lease_until_ms, deadline_ms, status, holder,"
+             " owner_host, owner_pid, owner_started, started_at_ms)"
+             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+             DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(c->attempt.attempt_id),
+             DB_TEXT(c->attempt.invocation_id), DB_INT(c->attempt_number), DB_TEXT(terms->worker),
+             DB_INT(c->attempt.fence), DB_INT(c->lease_until_ms), DB_INT(c->deadline_ms),
+             DB_OPT_TEXT(terms->holder), DB_TEXT(terms->host.host_id), DB_INT(terms->host.pid),
+             DB_INT(terms->host.pid_started), DB_INT(m->now));
+    if (rc == SP_STORE_OK && !invocation_running)
         rc = LG_W1(m->s, err,
                    "UPDATE invocations SET status = 'running'"
                    " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
-                   DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_TEXT(req->invocation_id));
+                   DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id),
+                   DB_TEXT(c->attempt.invocation_id));
     return rc;
 }
 
-/* The claim as it will be answered, borrowing strings from `inv`. */
-static void claim_of(const lg_mut *m, const sp_claim_req *req, const sp_db_rows *inv, sp_claim *c)
+/* Claim the pending invocation `invocation_id` under `terms`; *value is the
+ * claim's typed value. */
+static sp_store_rc claim_pending(lg_mut *m, const sp_claim_req *terms, const char *invocation_id,
+                                 json_t **value, sp_error *err)
 {
-    c->attempt.key = req->key;
-    snprintf(c->attempt.invocation_id, sizeof c->attempt.invocation_id, "%s", req->invocation_id);
-    snprintf(c->attempt.owner, sizeof c->attempt.owner, "%s", req->worker);
-    c->attempt_number = (uint32_t)lg_u64(inv, 0, IV_NUMBER);
-    snprintf(c->attempt.attempt_id, sizeof c->attempt.attempt_id, "%s.%u", req->invocation_id,
-             c->attempt_number);
-    c->attempt.fence = lg_run_u64(m, RUN_FENCE) + 1;
-    c->deadline_ms =
-        req->deadline_in_ms ? lg_sat_add(m->now, req->deadline_in_ms) : req->deadline_ms;
-    c->lease_until_ms = capped(lg_sat_add(m->now, req->lease_duration_ms), c->deadline_ms);
-    c->node_id = (char *)lg_text(inv, 0, IV_NODE);
-    c->action_id = (char *)lg_text(inv, 0, IV_ACTION);
-    c->effect_key = (char *)lg_text(inv, 0, IV_EFFECT);
-    c->input = (char *)lg_text(inv, 0, IV_INPUT);
-    c->input_len = lg_len(inv, 0, IV_INPUT);
-    lg_copy(c->input_digest, sizeof c->input_digest, inv, 0, IV_INPUT_DIGEST);
-}
-
-static sp_store_rc claim_apply(lg_mut *m, const void *r, sp_error *err)
-{
-    const sp_claim_req *req = r;
     sp_db_rows inv;
     sp_store_rc rc =
         LG_Q(m->s, &inv, err,
              "SELECT " INV_COLS " FROM invocations"
              " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
-             DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_TEXT(req->invocation_id));
+             DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(invocation_id));
     if (rc == SP_STORE_OK)
-        rc = claim_predicates(m, req, &inv, err);
+        rc = claim_predicates(m, invocation_id, &inv, err);
     sp_claim c = {0};
     if (rc == SP_STORE_OK) {
-        claim_of(m, req, &inv, &c);
-        rc = insert_attempt(m, req, &c, err);
+        lg_invocation facts = invocation_of(invocation_id, &inv);
+        claim_of(m, terms, &facts, &c);
+        rc = insert_attempt(m, terms, &c, false, err);
     }
-    if (rc == SP_STORE_OK)
-        m->value = lg_claim_value(&c);
+    if (rc == SP_STORE_OK && !(*value = lg_claim_value(&c)))
+        rc = lg_encode_fail(err, true, "claim");
     sp_db_rows_free(&inv);
     return rc;
+}
+
+static sp_store_rc claim_apply(lg_mut *m, const void *r, sp_error *err)
+{
+    const sp_claim_req *req = r;
+    return claim_pending(m, req, req->invocation_id, &m->value, err);
+}
+
+/* ---- claims made inside a decision (settle_attempt) ---- */
+
+bool lg_claim_wanted(const lg_mut *m, const char *invocation_id, uint64_t not_before_ms)
+{
+    const lg_claimer *c = m->claimer;
+    if (!c || m->now < not_before_ms || lg_run_quarantined(m))
+        return false;
+    for (size_t i = 0; i < c->nwanted; i++)
+        if (strcmp(c->wanted[i], invocation_id) == 0)
+            return true;
+    return false;
+}
+
+static sp_store_rc claimed(lg_mut *m, json_t *value, sp_error *err)
+{
+    if (!value || json_array_append_new(m->claimer->made, value))
+        return lg_encode_fail(err, true, "claims");
+    return SP_STORE_OK;
+}
+
+sp_store_rc lg_claim_inserted(lg_mut *m, const lg_invocation *inv, sp_error *err)
+{
+    sp_claim c = {0};
+    claim_of(m, m->claimer->terms, inv, &c);
+    sp_store_rc rc = insert_attempt(m, m->claimer->terms, &c, true, err);
+    return rc ? rc : claimed(m, lg_claim_value(&c), err);
+}
+
+sp_store_rc lg_claim_retried(lg_mut *m, const char *invocation_id, sp_error *err)
+{
+    json_t *value = NULL;
+    sp_store_rc rc = claim_pending(m, m->claimer->terms, invocation_id, &value, err);
+    return rc ? rc : claimed(m, value, err);
 }
 
 static sp_store_rc claim_validate(const sp_claim_req *req, sp_error *err)

@@ -158,6 +158,8 @@ static sp_store_rc invocation_row(lg_mut *m, const char *invocation_id, sp_db_ro
                 DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(invocation_id));
 }
 
+/* The invocation an activity.schedule authorizes: pending, or running with
+ * its first attempt when the decision's caller claims it at once. */
 static sp_store_rc insert_invocation(lg_mut *m, const command_args *a, sp_error *err)
 {
     size_t len = 0;
@@ -167,13 +169,20 @@ static sp_store_rc insert_invocation(lg_mut *m, const command_args *a, sp_error 
         return rc;
     char digest[SP_DIGEST_TEXT_LEN + 1];
     sp_digest_one("body", input, len, digest);
+    bool claim = lg_claim_wanted(m, a->invocation_id, a->not_before_ms);
     rc = LG_Q(m->s, NULL, err,
               "INSERT INTO invocations (tenant, run_id, invocation_id, node_id,"
               " action_id, effect_key, input, input_digest, status, attempt_number,"
-              " not_before_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?)",
+              " not_before_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
               DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(a->invocation_id),
               DB_TEXT(a->node_id), DB_TEXT(a->action_id), DB_TEXT(a->effect_key),
-              DB_TEXTN(input, len), DB_TEXT(digest), DB_INT(a->not_before_ms));
+              DB_TEXTN(input, len), DB_TEXT(digest), DB_TEXT(claim ? "running" : "pending"),
+              DB_INT(a->not_before_ms));
+    if (rc == SP_STORE_OK && claim) {
+        lg_invocation inv = {a->invocation_id, a->node_id, a->action_id, a->effect_key,
+                             input, len, digest, 1};
+        rc = lg_claim_inserted(m, &inv, err);
+    }
     free(input);
     return rc;
 }
@@ -199,13 +208,15 @@ static sp_store_rc apply_retry(lg_mut *m, const command_args *a, sp_error *err)
                      "invocation %s cannot be retried as attempt %lld", a->invocation_id,
                      (long long)a->attempt);
     sp_db_rows_free(&rows);
-    if (rc)
-        return rc;
-    return LG_W1(m->s, err,
-                 "UPDATE invocations SET status = 'pending', attempt_number = ?, not_before_ms = ?"
-                 " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
-                 DB_INT(a->attempt), DB_INT(a->not_before_ms), DB_TEXT(m->key->tenant),
-                 DB_TEXT(m->key->run_id), DB_TEXT(a->invocation_id));
+    if (rc == SP_STORE_OK)
+        rc = LG_W1(m->s, err,
+                   "UPDATE invocations SET status = 'pending', attempt_number = ?,"
+                   " not_before_ms = ? WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
+                   DB_INT(a->attempt), DB_INT(a->not_before_ms), DB_TEXT(m->key->tenant),
+                   DB_TEXT(m->key->run_id), DB_TEXT(a->invocation_id));
+    if (rc == SP_STORE_OK && lg_claim_wanted(m, a->invocation_id, a->not_before_ms))
+        rc = lg_claim_retried(m, a->invocation_id, err);
+    return rc;
 }
 
 static sp_store_rc decode_and_apply(lg_mut *m, const json_t *payload, bool schedule,
@@ -347,7 +358,7 @@ void lg_run_turned(lg_mut *m, uint64_t revision, uint64_t applied, const char *s
 }
 
 static sp_store_rc write_transition(lg_mut *m, const sp_commit_turn_req *req, uint64_t revision,
-                                    sp_error *err)
+                                    bool event_consumed, sp_error *err)
 {
     char *diagnostics = NULL;
     size_t len = 0;
@@ -361,7 +372,7 @@ static sp_store_rc write_transition(lg_mut *m, const sp_commit_turn_req *req, ui
                   DB_INT(req->event_sequence), DB_TEXT(req->decision_digest),
                   DB_TEXT(req->snapshot_digest), DB_TEXTN(diagnostics, len), DB_INT(m->now));
     free(diagnostics);
-    if (rc == SP_STORE_OK)
+    if (rc == SP_STORE_OK && !event_consumed)
         rc = LG_W1(m->s, err,
                    "UPDATE events SET consumed_revision = ?"
                    " WHERE tenant = ? AND run_id = ? AND sequence = ?",
@@ -373,31 +384,38 @@ static sp_store_rc write_transition(lg_mut *m, const sp_commit_turn_req *req, ui
     return rc;
 }
 
-static sp_store_rc commit_apply(lg_mut *m, const void *r, sp_error *err)
+sp_store_rc lg_commit_decision(lg_mut *m, const sp_commit_turn_req *req, bool event_consumed,
+                               sp_error *err)
 {
-    const sp_commit_turn_req *req = r;
     uint64_t revision = req->expected_revision + 1;
-    sp_store_rc rc = check_run(m, req, err);
-    if (rc == SP_STORE_OK)
-        rc = check_snapshot(req, err);
+    sp_store_rc rc = check_snapshot(req, err);
     if (rc == SP_STORE_OK)
         rc = check_command_ids(m, req, err);
     if (rc == SP_STORE_OK)
-        rc = write_transition(m, req, revision, err);
+        rc = write_transition(m, req, revision, event_consumed, err);
     for (size_t i = 0; i < req->ncommands && rc == SP_STORE_OK; i++) {
         rc = apply_command(m, &req->commands[i], err);
         if (rc == SP_STORE_OK)
             rc = insert_command(m, &req->commands[i], i + 1, revision, err);
     }
+    return rc;
+}
+
+static sp_store_rc commit_apply(lg_mut *m, const void *r, sp_error *err)
+{
+    const sp_commit_turn_req *req = r;
+    sp_store_rc rc = check_run(m, req, err);
     if (rc == SP_STORE_OK)
-        m->value =
-            lg_committed_value(&req->key, revision, req->event_sequence, req->decision_digest);
+        rc = lg_commit_decision(m, req, false, err);
+    if (rc == SP_STORE_OK)
+        m->value = lg_committed_value(&req->key, req->expected_revision + 1, req->event_sequence,
+                                      req->decision_digest);
     return rc;
 }
 
 /* ---- the request ---- */
 
-static sp_store_rc validate_records(const sp_commit_turn_req *req, sp_error *err)
+static sp_store_rc check_records(const sp_commit_turn_req *req, sp_error *err)
 {
     if (req->ncommands > SP_STORE_COMMANDS_MAX || req->ndiagnostics > SP_STORE_DIAGNOSTICS_MAX ||
         (req->ncommands && !req->commands) || (req->ndiagnostics && !req->diagnostics))
@@ -433,8 +451,12 @@ static sp_store_rc commit_validate(const sp_commit_turn_req *req, sp_error *err)
         rc = lg_check_text("request ID", req->request_id, SP_STORE_REQUEST_ID_MAX, err);
     if (!rc)
         rc = lg_check_text("event ID", req->event_id, SP_STORE_ID_MAX, err);
-    if (!rc)
-        rc = lg_check_digest("decision digest", req->decision_digest, err);
+    return rc ? rc : lg_check_decision(req, err);
+}
+
+sp_store_rc lg_check_decision(const sp_commit_turn_req *req, sp_error *err)
+{
+    sp_store_rc rc = lg_check_digest("decision digest", req->decision_digest, err);
     if (!rc)
         rc = lg_check_digest("snapshot digest", req->snapshot_digest, err);
     if (!rc)
@@ -443,7 +465,7 @@ static sp_store_rc commit_validate(const sp_commit_turn_req *req, sp_error *err)
         rc = lg_invalid(err, "snapshot is required");
     if (!rc && (req->expected_revision >= SP_U63_MAX || req->event_sequence > SP_U63_MAX))
         rc = lg_invalid(err, "expected revision or event sequence out of range");
-    return rc ? rc : validate_records(req, err);
+    return rc ? rc : check_records(req, err);
 }
 
 static sp_store_rc digest_lists(const sp_commit_turn_req *req, json_t **commands,

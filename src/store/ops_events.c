@@ -22,26 +22,41 @@
 
 #include "store/logic.h"
 
-sp_store_rc lg_append(lg_mut *m, const char *event_id, const char *kind, const char *body,
-                      size_t len, const char *digest, uint64_t *sequence, uint64_t *accepted,
-                      sp_error *err)
+/* The append rule's sequence and accepted time for the next event. */
+void lg_next_event(const lg_mut *m, uint64_t *sequence, uint64_t *accepted)
 {
-    if (len > SP_STORE_EVENT_MAX)
-        return lg_fail(err, SP_STORE_QUOTA, "event.too-large", "event body is larger than %u bytes",
-                       SP_STORE_EVENT_MAX);
     bool exists = lg_run_exists(m);
     uint64_t previous = exists ? lg_run_u64(m, RUN_LAST_ACCEPTED) : 0;
     *sequence = exists ? lg_run_u64(m, RUN_NEXT) : 1;
     *accepted = m->now > previous ? m->now : previous;
+}
+
+sp_store_rc lg_insert_event(lg_mut *m, const lg_event_rec *ev, uint64_t consumed_revision,
+                            sp_error *err)
+{
+    if (ev->len > SP_STORE_EVENT_MAX)
+        return lg_fail(err, SP_STORE_QUOTA, "event.too-large", "event body is larger than %u bytes",
+                       SP_STORE_EVENT_MAX);
+    sp_db_val consumed = consumed_revision ? DB_INT(consumed_revision) : DB_NULL;
     sp_store_rc rc =
         LG_Q(m->s, NULL, err,
              "INSERT INTO events (tenant, run_id, sequence, event_id, kind, body,"
-             " body_digest, accepted_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-             DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_INT(*sequence), DB_TEXT(event_id),
-             DB_TEXT(kind), DB_TEXTN(body, len), DB_TEXT(digest), DB_INT(*accepted));
+             " body_digest, accepted_at_ms, consumed_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_INT(ev->sequence),
+             DB_TEXT(ev->event_id), DB_TEXT(ev->kind), DB_TEXTN(ev->body, ev->len),
+             DB_TEXT(ev->digest), DB_INT(ev->accepted_at_ms), consumed);
     if (rc == SP_STORE_OK)
-        lg_run_appended(m, *sequence, *accepted);
+        lg_run_appended(m, ev->sequence, ev->accepted_at_ms);
     return rc;
+}
+
+sp_store_rc lg_append(lg_mut *m, const char *event_id, const char *kind, const char *body,
+                      size_t len, const char *digest, uint64_t *sequence, uint64_t *accepted,
+                      sp_error *err)
+{
+    lg_next_event(m, sequence, accepted);
+    lg_event_rec ev = {event_id, kind, body, len, digest, *sequence, *accepted};
+    return lg_insert_event(m, &ev, 0, err);
 }
 
 void lg_run_appended(lg_mut *m, uint64_t sequence, uint64_t accepted)

@@ -35,27 +35,40 @@
 
 /* ---- shared ---- */
 
-/* Append att:<attemptId>, end the attempt, settle the invocation. */
-static sp_store_rc end_attempt(lg_mut *m, const sp_attempt_ref *ref, const char *status,
-                               const char *reason, const char *result, const char *body, size_t len,
-                               const char *digest, sp_error *err)
+sp_store_rc lg_attempt_ended(lg_mut *m, const sp_attempt_ref *ref, const char *status,
+                             const char *reason, const char *result, sp_error *err)
 {
-    char event_id[SP_ID_LEN + 32];
-    snprintf(event_id, sizeof event_id, "att:%s", ref->attempt_id);
-    uint64_t sequence, accepted;
     sp_store_rc rc =
-        lg_append(m, event_id, "activity.result", body, len, digest, &sequence, &accepted, err);
-    if (rc == SP_STORE_OK)
-        rc = LG_W1(m->s, err,
-                   "UPDATE attempts SET status = ?, expire_reason = ?, result = ?, ended_at_ms = ?"
-                   " WHERE tenant = ? AND run_id = ? AND attempt_id = ?",
-                   DB_TEXT(status), DB_OPT_TEXT(reason), DB_OPT_TEXT(result), DB_INT(m->now),
-                   DB_TEXT(ref->key.tenant), DB_TEXT(ref->key.run_id), DB_TEXT(ref->attempt_id));
+        LG_W1(m->s, err,
+              "UPDATE attempts SET status = ?, expire_reason = ?, result = ?, ended_at_ms = ?"
+              " WHERE tenant = ? AND run_id = ? AND attempt_id = ?",
+              DB_TEXT(status), DB_OPT_TEXT(reason), DB_OPT_TEXT(result), DB_INT(m->now),
+              DB_TEXT(ref->key.tenant), DB_TEXT(ref->key.run_id), DB_TEXT(ref->attempt_id));
     if (rc == SP_STORE_OK)
         rc = LG_W1(m->s, err,
                    "UPDATE invocations SET status = 'settled'"
                    " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
                    DB_TEXT(ref->key.tenant), DB_TEXT(ref->key.run_id), DB_TEXT(ref->invocation_id));
+    return rc;
+}
+
+void lg_result_event_id(const sp_attempt_ref *ref, char out[LG_EVENT_ID_MAX])
+{
+    snprintf(out, LG_EVENT_ID_MAX, "att:%s", ref->attempt_id);
+}
+
+/* Append att:<attemptId>, end the attempt, settle the invocation. */
+static sp_store_rc end_attempt(lg_mut *m, const sp_attempt_ref *ref, const char *status,
+                               const char *reason, const char *result, const char *body, size_t len,
+                               const char *digest, sp_error *err)
+{
+    char event_id[LG_EVENT_ID_MAX];
+    lg_result_event_id(ref, event_id);
+    uint64_t sequence, accepted;
+    sp_store_rc rc =
+        lg_append(m, event_id, "activity.result", body, len, digest, &sequence, &accepted, err);
+    if (rc == SP_STORE_OK)
+        rc = lg_attempt_ended(m, ref, status, reason, result, err);
     if (rc == SP_STORE_OK)
         m->value = lg_result_value(sequence);
     return rc;
@@ -79,7 +92,7 @@ static sp_store_rc insert_audit(lg_mut *m, const sp_attempt_ref *ref, const char
     return rc;
 }
 
-static sp_store_rc attempt_args(const sp_attempt_ref *ref, const char *request_id, sp_error *err)
+sp_store_rc lg_attempt_args(const sp_attempt_ref *ref, const char *request_id, sp_error *err)
 {
     sp_store_rc rc = lg_check_ref(ref, err);
     return rc ? rc : lg_check_text("request ID", request_id, SP_STORE_REQUEST_ID_MAX, err);
@@ -123,29 +136,37 @@ static bool result_matches(const json_t *v, const sp_attempt_ref *ref)
            json_integer_value(json_object_get(v, "attempt")) == number;
 }
 
-static sp_store_rc check_result(const sp_finish_req *req, sp_error *err)
+static sp_store_rc check_result(const sp_attempt_ref *ref, const sp_evidence *result,
+                                sp_error *err)
 {
-    if (req->result.len > SP_STORE_EVENT_MAX)
+    if (result->len > SP_STORE_EVENT_MAX)
         return lg_fail(err, SP_STORE_QUOTA, "event.too-large",
                        "result body is larger than %u bytes", SP_STORE_EVENT_MAX);
     json_t *v = NULL;
-    sp_store_rc rc = lg_verify_evidence(&req->result, &v, err);
-    if (rc == SP_STORE_OK && !result_matches(v, &req->attempt))
+    sp_store_rc rc = lg_verify_evidence(result, &v, err);
+    if (rc == SP_STORE_OK && !result_matches(v, ref))
         rc = lg_fail(err, SP_STORE_CONFLICT, "result.invalid",
                      "the result is not a success, failure or unknown activity.result of %s",
-                     req->attempt.attempt_id);
+                     ref->attempt_id);
     json_decref(v);
+    return rc;
+}
+
+sp_store_rc lg_finish_predicates(lg_mut *m, const sp_attempt_ref *ref, const sp_evidence *result,
+                                 sp_error *err)
+{
+    sp_store_rc rc = check_result(ref, result, err);
+    sp_db_rows rows = {0};
+    if (rc == SP_STORE_OK)
+        rc = lg_check_lease(m, ref, &rows, err);
+    sp_db_rows_free(&rows);
     return rc;
 }
 
 static sp_store_rc finish_apply(lg_mut *m, const void *r, sp_error *err)
 {
     const sp_finish_req *req = r;
-    sp_store_rc rc = check_result(req, err);
-    sp_db_rows rows = {0};
-    if (rc == SP_STORE_OK)
-        rc = lg_check_lease(m, &req->attempt, &rows, err);
-    sp_db_rows_free(&rows);
+    sp_store_rc rc = lg_finish_predicates(m, &req->attempt, &req->result, err);
     if (rc)
         return rc;
     return end_attempt(m, &req->attempt, "finished", NULL, req->result.body, req->result.body,
@@ -159,7 +180,7 @@ sp_store_rc sp_store_finish_attempt(sp_store *s, const sp_finish_req *req, sp_fi
                                     sp_error *err)
 {
     memset(res, 0, sizeof *res);
-    sp_store_rc rc = attempt_args(&req->attempt, req->request_id, err);
+    sp_store_rc rc = lg_attempt_args(&req->attempt, req->request_id, err);
     if (!rc)
         rc = lg_check_evidence("result", &req->result, err);
     json_t *body = NULL;
@@ -240,7 +261,7 @@ sp_store_rc sp_store_expire_attempt(sp_store *s, const sp_expire_req *req, sp_fi
                                     sp_error *err)
 {
     memset(res, 0, sizeof *res);
-    sp_store_rc rc = attempt_args(&req->attempt, req->request_id, err);
+    sp_store_rc rc = lg_attempt_args(&req->attempt, req->request_id, err);
     const char *reason = sp_expire_reason_name(req->reason);
     if (!rc && !reason)
         rc = lg_invalid(err, "unknown expiry reason %d", (int)req->reason);
@@ -285,7 +306,7 @@ sp_store_rc sp_store_record_late_evidence(sp_store *s, const sp_late_evidence_re
                                           sp_late_evidence_res *res, sp_error *err)
 {
     memset(res, 0, sizeof *res);
-    sp_store_rc rc = attempt_args(&req->attempt, req->request_id, err);
+    sp_store_rc rc = lg_attempt_args(&req->attempt, req->request_id, err);
     if (!rc)
         rc = lg_check_text("evidence kind", req->kind, SP_STORE_ID_MAX, err);
     if (!rc)

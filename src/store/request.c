@@ -19,6 +19,8 @@
  * | heartbeat            | REF + [extendMs]                                                    |
  * | hold_attempt         | REF + [holder, leaseUntilMs, deadlineMs, leaseInMs, deadlineInMs]   |
  * | finish_attempt       | REF + [resultDigest]                                                |
+ * | settle_attempt       | REF + [resultDigest, worker|null, leaseDurationMs, hostId,          |
+ * |                      |  pid (integer), pidStarted, decides (boolean)]                      |
  * | expire_attempt       | REF + [reason]  ("lease", "deadline", "probe-dead", ...)            |
  * | record_late_evidence | REF + [kind, evidenceDigest]                                        |
  * | quarantine_run       | [tenant, runId, expectedRevision, code, details|null]               |

@@ -137,6 +137,17 @@ void sp_claim_free(sp_claim *c)
     c->input_len = 0;
 }
 
+void sp_settle_res_free(sp_settle_res *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nclaims; i++)
+        sp_claim_free(&r->claims[i]);
+    free(r->claims);
+    r->claims = NULL;
+    r->nclaims = 0;
+}
+
 void sp_key_page_free(sp_key_page *p)
 {
     if (!p)

@@ -504,6 +504,86 @@ sp_store_rc sp_store_quarantine_run(sp_store *s, const sp_quarantine_req *req, s
 sp_store_rc sp_store_release_run(sp_store *s, const sp_release_req *req, sp_flag_res *res,
                                  sp_error *err);
 
+/* ---- settle_attempt: a step in one request (step-path.md §1) ----
+ *
+ * finish_attempt, the commit_turn of the result it appends, and the claims
+ * of the invocations that turn schedules, as ONE request with one receipt
+ * (request ID settle/<attemptId>): a sequential step's result, event,
+ * decision and next claim are one set of writes. The store asks its caller
+ * for the decision inside the request (sp_decider), after the result event
+ * was appended under the lock and "now" was sampled, so the kernel decides
+ * on exactly the turn the store will commit. */
+
+/* The kernel's decision on a turn, as commit_turn stores it, and which of
+ * the invocations it schedules (activity.schedule) or retries
+ * (activity.retry) the caller wants claimed at once: each is claimed in the
+ * same request when it is due by then, like claim_attempt with the
+ * request's claim terms; the others stay pending for any worker. */
+typedef struct sp_decision {
+    const char *decision_digest;
+    const char *snapshot;
+    size_t snapshot_len;
+    const char *snapshot_digest;
+    const char *status;
+    const sp_command_rec *commands;
+    size_t ncommands;
+    const sp_diagnostic_rec *diagnostics;
+    size_t ndiagnostics;
+    const char *const *claim; /* invocation IDs, at most SP_SETTLE_CLAIMS_MAX */
+    size_t nclaim;
+} sp_decision;
+
+#define SP_SETTLE_CLAIMS_MAX 1024
+
+typedef enum sp_decide_rc {
+    SP_DECIDE_COMMIT,        /* *d is the decision: commit it */
+    SP_DECIDE_PASS,          /* leave the event pending (a later commit_turn decides) */
+    SP_DECIDE_NEED_SNAPSHOT, /* call again with t->snapshot read */
+} sp_decide_rc;
+
+typedef struct sp_decider {
+    /* The turn the result became: t->event is the result at applied+1,
+     * t->snapshot NULL on the first call (t->snapshot_digest names it).
+     * Called inside the request's transaction: it must not call the store.
+     * *d (and what it points to) must stay valid until settle_attempt
+     * returns; the decision was committed iff it returns SP_STORE_OK with
+     * `turned` and disposition applied. */
+    sp_decide_rc (*decide)(void *ctx, const sp_turn *t, sp_decision *d);
+    void *ctx;
+} sp_decider;
+
+typedef struct sp_settle_req {
+    sp_attempt_ref attempt;
+    const char *request_id; /* settle/<attemptId> */
+    sp_evidence result;     /* as finish_attempt's */
+    const sp_decider *decider; /* NULL: finish only */
+    /* the claim terms of what the decision asks to claim (claim_attempt's) */
+    const char *worker;
+    uint64_t lease_duration_ms;
+    sp_owner_host host;
+} sp_settle_req;
+
+typedef struct sp_settle_res {
+    sp_disposition disposition;
+    uint64_t result_sequence;
+    bool turned; /* the result's turn was committed by this request */
+    uint64_t revision;
+    char decision_digest[SP_DIGEST_TEXT_LEN + 1];
+    sp_claim *claims; /* owned: sp_settle_res_free */
+    size_t nclaims;
+} sp_settle_res;
+
+void sp_settle_res_free(sp_settle_res *r);
+
+/* finish_attempt's predicates and writes; then, when the run is not
+ * quarantined, the result is the next event to apply and a decider is
+ * given: the decision it answers, with commit_turn's predicates and writes
+ * (the event is stored consumed); then the claims. A decision predicate
+ * that fails fails the whole request (nothing written): finish_attempt is
+ * the fallback. Failpoints store.settle-attempt.{before,after}-commit. */
+sp_store_rc sp_store_settle_attempt(sp_store *s, const sp_settle_req *req, sp_settle_res *res,
+                                    sp_error *err);
+
 /* Reads. A missing item is SP_STORE_OK with *found = false. */
 sp_store_rc sp_store_load_turn(sp_store *s, const sp_run_key *key, sp_turn *out, bool *found,
                                sp_error *err);

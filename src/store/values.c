@@ -13,6 +13,8 @@
  * |                     |  input (the JSON value), inputDigest, leaseUntilMs, nodeId}      |
  * | sp_heartbeat_res    | {leaseUntilMs}   (heartbeat, hold_attempt)                       |
  * | sp_finish_res       | {resultSequence} (finish_attempt, expire_attempt)                |
+ * | sp_settle_res       | {claims: [sp_claim values], decisionDigest|null, resultSequence, |
+ * |                     |  revision|null}                                                  |
  * | sp_late_evidence_res| {auditId}                                                        |
  * | sp_flag_res         | {quarantined}    (quarantine_run, release_run)                   |
  *
@@ -181,6 +183,48 @@ sp_store_rc lg_claim_decode(const json_t *v, void *out, sp_error *err)
     sp_store_rc rc = claim_strings(v, c, err);
     if (rc)
         sp_claim_free(c);
+    return rc;
+}
+
+/* ---- settle_attempt ---- */
+
+json_t *lg_settled_value(uint64_t sequence, uint64_t revision, const char *decision_digest,
+                         json_t *claims)
+{
+    if (!claims)
+        return NULL;
+    return json_pack("{s:o, s:s?, s:o, s:o}", "claims", claims, "decisionDigest", decision_digest,
+                     "resultSequence", lg_u63_json(sequence), "revision",
+                     revision ? lg_u63_json(revision) : json_null());
+}
+
+static sp_store_rc settled_claims(const json_t *claims, sp_settle_res *res, sp_error *err)
+{
+    size_t n = json_array_size(claims);
+    if (!json_is_array(claims) || n > SP_SETTLE_CLAIMS_MAX)
+        return lg_bad_value(err, "settle_attempt");
+    if (n && !(res->claims = calloc(n, sizeof *res->claims)))
+        return lg_encode_fail(err, true, "claims");
+    sp_store_rc rc = SP_STORE_OK;
+    for (size_t i = 0; i < n && rc == SP_STORE_OK; i++)
+        if ((rc = lg_claim_decode(json_array_get(claims, i), &res->claims[i], err)) == SP_STORE_OK)
+            res->nclaims++;
+    return rc;
+}
+
+sp_store_rc lg_settled_decode(const json_t *v, void *out, sp_error *err)
+{
+    sp_settle_res *res = out;
+    const json_t *revision = json_object_get(v, "revision");
+    const char *digest = lg_get_str(v, "decisionDigest");
+    res->turned = !json_is_null(revision);
+    if (!lg_get_u63(v, "resultSequence", &res->result_sequence) ||
+        (res->turned && (!lg_get_u63(v, "revision", &res->revision) ||
+                         !copy_str(res->decision_digest, sizeof res->decision_digest, digest))))
+        return lg_bad_value(err, "settle_attempt");
+    sp_store_rc rc = settled_claims(json_object_get(v, "claims"), res, err);
+    if (rc)
+        sp_settle_res_free(res);
     return rc;
 }
 

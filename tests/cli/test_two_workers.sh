@@ -6,7 +6,8 @@
 # then coordinate and dispatch the same runs at once), 10 while they run.
 # Asserted for every run: it completed, once, with the right output; its
 # events are gapless and each was consumed by the revision equal to its
-# sequence (4 events, 4 transitions, 4 commit receipts: no commit twice);
+# sequence (4 events, 4 transitions, 4 commit receipts - commit_turn, or settle_attempt
+# with a turn - : no commit twice);
 # every invocation has exactly one accepted result (one consumed
 # activity.result event, of attempt 1, status success) and one attempt; every
 # step executed exactly once (the execution log), with its own effect key.
@@ -74,7 +75,8 @@ for id in $ids; do
   keys=$(awk -v r="$id" '$1 == "start" && $2 == r {print $5}' "$SPORE_TEST_LOG" | sort -u | wc -l)
   [ "$keys" -eq 3 ] || fail "run $id: $keys distinct effect keys over its three steps, want 3"
   counts=$(sql "select (select count(*) from transitions where run_id = '$id') || ' ' ||
-                       (select count(*) from receipts where run_id = '$id' and request_id like 'commit/%') || ' ' ||
+                       (select count(*) from receipts where run_id = '$id' and (request_id like 'commit/%'
+                          or (request_id like 'settle/%' and json_extract(value, '$.revision') is not null))) || ' ' ||
                        (select count(*) from invocations where run_id = '$id') || ' ' ||
                        (select count(*) from attempts where run_id = '$id') || ' ' ||
                        (select count(*) from attempts where run_id = '$id' and status = 'finished')")

@@ -10,7 +10,8 @@
 #    worker` processes start, 10 while they run), as tests/cli/
 #    test_two_workers.sh does on SQLite: every run completed once with the
 #    right output; events gapless, each consumed by the revision equal to its
-#    sequence; 4 transitions and 4 commit receipts; one attempt and one
+#    sequence; 4 transitions and 4 commit receipts (commit_turn, or settle_attempt
+#    with a turn); one attempt and one
 #    accepted result per invocation; every step executed exactly once with its
 #    own effect key; both workers claimed work.
 # 3. Five pairs of `spore run` processes with one start key each: one
@@ -102,7 +103,8 @@ for id in $(jq -r .runId "$tmp/starts.jsonl"); do
   keys=$(awk -v r="$id" '$1 == "start" && $2 == r {print $5}' "$SPORE_TEST_LOG" | sort -u | wc -l)
   [ "$keys" -eq 3 ] || fail "run $id: $keys distinct effect keys, want 3"
   counts=$(sql "select (select count(*) from transitions where run_id = '$id') || ' ' ||
-                       (select count(*) from receipts where run_id = '$id' and request_id like 'commit/%') || ' ' ||
+                       (select count(*) from receipts where run_id = '$id' and (request_id like 'commit/%'
+                          or (request_id like 'settle/%' and value::jsonb->>'revision' is not null))) || ' ' ||
                        (select count(*) from invocations where run_id = '$id') || ' ' ||
                        (select count(*) from attempts where run_id = '$id') || ' ' ||
                        (select count(*) from attempts where run_id = '$id' and status = 'finished')")

@@ -11,7 +11,7 @@
 
 static const char *const NAMES[CRASH_OPS] = {
     "create-run", "append-event",   "commit-turn",    "claim-attempt",
-    "heartbeat",  "finish-attempt", "expire-attempt",
+    "heartbeat",  "finish-attempt", "settle-attempt", "expire-attempt",
 };
 
 const char *crash_op_name(crash_op op) { return NAMES[op]; }
@@ -101,6 +101,14 @@ static sp_store_rc perform_attempt(sp_store *s, crash_op op, sp_disposition *d, 
         sp_heartbeat_res h;
         rc = sp_store_heartbeat(s, &req, &h, err);
         *d = h.disposition;
+    } else if (op == CRASH_SETTLE_ATTEMPT) {
+        fx_decider dc = {0};
+        sp_settle_res r;
+        rc = fx_settle_attempt(s, &ref, "success", &dc, &r, err);
+        *d = r.disposition;
+        if (rc == SP_STORE_OK)
+            sp_settle_res_free(&r);
+        fx_decider_free(&dc);
     } else {
         rc = op == CRASH_FINISH_ATTEMPT ? fx_finish(s, &ref, "success", &f, err)
                                         : fx_expire(s, &ref, SP_EXPIRE_LEASE, &f, err);
@@ -169,6 +177,21 @@ static int run_effects(sp_store *s, crash_op op, bool *has_receipt)
     return n;
 }
 
+/* The run's revision (0 when it cannot be read). */
+static uint64_t settled_revision(sp_store *s, const sp_run_key *key)
+{
+    sp_run_view v;
+    bool found = false;
+    sp_error err = {0};
+    uint64_t revision = 0;
+    if (sp_store_get_run(s, key, &v, &found, &err) == SP_STORE_OK && found) {
+        revision = v.revision;
+        sp_run_view_free(&v);
+    }
+    sp_error_clear(&err);
+    return revision;
+}
+
 static int attempt_effects(sp_store *s, crash_op op, bool *has_receipt)
 {
     sp_attempt_ref ref;
@@ -191,12 +214,18 @@ static int attempt_effects(sp_store *s, crash_op op, bool *has_receipt)
         n = v->lease_until_ms == CRASH_MS + 5000 ? 1 : v->lease_until_ms == 110000 ? 0 : -1;
         snprintf(request_id, sizeof request_id, "heartbeat/crash");
     } else {
-        const char *ended = op == CRASH_FINISH_ATTEMPT ? "finished" : "expired";
+        const char *ended = op == CRASH_EXPIRE_ATTEMPT ? "expired" : "finished";
         n = (int)fx_event_count(s, &ref.key, id);
         if (n != (strcmp(v->attempt_status, ended) == 0))
             n = -1;
+        /* settle: the decision on the result is committed with it, or nothing is */
+        if (op == CRASH_SETTLE_ATTEMPT && n >= 0 && settled_revision(s, &ref.key) != (uint64_t)(1 + n))
+            n = -1;
         snprintf(request_id, sizeof request_id, "%s/%s",
-                 op == CRASH_FINISH_ATTEMPT ? "finish" : "expire", ref.attempt_id);
+                 op == CRASH_FINISH_ATTEMPT   ? "finish"
+                 : op == CRASH_SETTLE_ATTEMPT ? "settle"
+                                              : "expire",
+                 ref.attempt_id);
     }
     *has_receipt = receipt(s, request_id);
     sp_invocation_list_free(&l);

@@ -27,6 +27,7 @@ typedef enum crash_op {
     CRASH_CLAIM_ATTEMPT,
     CRASH_HEARTBEAT,
     CRASH_FINISH_ATTEMPT,
+    CRASH_SETTLE_ATTEMPT,
     CRASH_EXPIRE_ATTEMPT,
     CRASH_OPS
 } crash_op;

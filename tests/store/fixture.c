@@ -299,6 +299,85 @@ sp_store_rc fx_finish(sp_store *s, const sp_attempt_ref *ref, const char *status
     return rc;
 }
 
+/* ---- settle_attempt with the fixture's kernel deciding ---- */
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, s, n);
+        c[n] = 0;
+    }
+    return c;
+}
+
+/* A copy of the store's turn that fx_decision_free may free. */
+static void own_turn(const sp_turn *t, sp_turn *out)
+{
+    *out = *t;
+    out->snapshot = dup_n(t->snapshot, t->snapshot_len);
+    out->event.event_id = strdup(t->event.event_id);
+    out->event.kind = strdup(t->event.kind);
+    out->event.body = dup_n(t->event.body, t->event.body_len);
+    out->event.diagnostics = NULL;
+}
+
+static const char ZERO_DIGEST[] =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+static void decision_out(fx_decider *dc, sp_decision *d)
+{
+    const sp_commit_turn_req *r = &dc->d.req;
+    size_t n = 0;
+    for (size_t i = 0; i < r->ncommands && n < 8; i++)
+        dc->cmds[n++] = r->commands[i];
+    for (size_t i = 0; i < dc->nextra && n < 8; i++)
+        dc->cmds[n++] = dc->extra[i];
+    *d = (sp_decision){r->decision_digest, r->snapshot,     r->snapshot_len,
+                       dc->bad_digest ? ZERO_DIGEST : r->snapshot_digest,
+                       r->status,         dc->cmds,        n,
+                       r->diagnostics,    r->ndiagnostics, dc->claim,
+                       dc->nclaim};
+}
+
+static sp_decide_rc fx_decide_settle(void *ctx, const sp_turn *t, sp_decision *d)
+{
+    fx_decider *dc = ctx;
+    dc->calls++;
+    if (dc->pass)
+        return SP_DECIDE_PASS;
+    if (!t->snapshot)
+        return SP_DECIDE_NEED_SNAPSHOT;
+    fx_decision_free(&dc->d);
+    own_turn(t, &dc->d.turn);
+    if (!fx_decide_turn(&dc->d))
+        return SP_DECIDE_PASS;
+    dc->decided = true;
+    decision_out(dc, d);
+    return SP_DECIDE_COMMIT;
+}
+
+void fx_decider_free(fx_decider *dc) { fx_decision_free(&dc->d); }
+
+sp_store_rc fx_settle_attempt(sp_store *s, const sp_attempt_ref *ref, const char *status,
+                              fx_decider *dc, sp_settle_res *res, sp_error *err)
+{
+    fx_body b = fx_result(ref, status);
+    char id[SP_STORE_REQUEST_ID_MAX];
+    snprintf(id, sizeof id, "settle/%s", ref->attempt_id);
+    sp_decider decider = {fx_decide_settle, dc};
+    sp_settle_req req = {.attempt = *ref,
+                         .request_id = id,
+                         .result = fx_evidence(&b),
+                         .decider = dc ? &decider : NULL,
+                         .worker = "w-settle",
+                         .lease_duration_ms = 3000};
+    snprintf(req.host.host_id, sizeof req.host.host_id, "host-fx");
+    sp_store_rc rc = sp_store_settle_attempt(s, &req, res, err);
+    fx_body_free(&b);
+    return rc;
+}
+
 sp_store_rc fx_expire(sp_store *s, const sp_attempt_ref *ref, sp_expire_reason reason,
                       sp_finish_res *res, sp_error *err)
 {

@@ -103,6 +103,31 @@ fx_body fx_result(const sp_attempt_ref *ref, const char *status);
 sp_store_rc fx_finish(sp_store *s, const sp_attempt_ref *ref, const char *status,
                       sp_finish_res *res, sp_error *err);
 
+/* A decider for settle_attempt over the fixture's kernel: it asks for the
+ * snapshot, then decides (optionally passing, with a snapshot digest that
+ * is not the snapshot's, with extra commands after the kernel's, and
+ * asking to claim `claim`). Zero-initialize; fx_decider_free after use. */
+typedef struct fx_decider {
+    bool pass, bad_digest;
+    const sp_command_rec *extra;
+    size_t nextra;
+    const char *const *claim;
+    size_t nclaim;
+    /* what happened */
+    int calls;
+    bool decided;
+    fx_decision d;
+    sp_command_rec cmds[8];
+} fx_decider;
+
+void fx_decider_free(fx_decider *dc);
+
+/* settle_attempt of `ref` with fx_result(ref, status), request ID
+ * settle/<attemptId>, `dc` as the decider (NULL: none), claim terms worker
+ * "w-settle", lease 3000 ms, host "host-fx". */
+sp_store_rc fx_settle_attempt(sp_store *s, const sp_attempt_ref *ref, const char *status,
+                              fx_decider *dc, sp_settle_res *res, sp_error *err);
+
 /* expire_attempt with request ID expire/<attemptId>. */
 sp_store_rc fx_expire(sp_store *s, const sp_attempt_ref *ref, sp_expire_reason reason,
                       sp_finish_res *res, sp_error *err);

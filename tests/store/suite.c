@@ -559,6 +559,7 @@ const store_test STORE_SUITE[] = {
     {"S12 finish vs expire race", store_s12_finish_expire_race},
     {"S13 create_run repeated", store_s13_create_repeated},
     {"S14 reserved kinds, oversize bodies", store_s14_reserved_and_oversize},
+    {"S15 settle_attempt: result, decision and claims in one request", store_s15_settle},
     {"X01 scans and cursors", store_x01_scans_and_cursors},
     {"X02 holds and deadlines", store_x02_holds_and_deadlines},
     {"X03 blobs, secret, packages, capabilities", store_x03_blobs_secret_packages},
