@@ -138,5 +138,6 @@ int cmd_retry(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_capabilities(int argc, char **argv);
 int cmd_agent(int argc, char **argv); /* spore agent classify (cmd_agent.c) */
+int cmd_graph(int argc, char **argv); /* spore graph (cmd_graph.c) */
 
 #endif
