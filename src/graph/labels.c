@@ -136,23 +136,18 @@ void gr_label_title(sp_buf *b, const gr_model *m)
     }
 }
 
-static void legend_row(sp_buf *b, gr_state s)
-{
-    sp_buf_printf(b,
-                  "<TR><TD BGCOLOR=\"%s\" WIDTH=\"18\"> </TD><TD BORDER=\"0\" "
-                  "ALIGN=\"LEFT\">%s</TD></TR>",
-                  gr_state_colour(s), gr_state_label(s));
-}
-
 void gr_label_legend(sp_buf *b)
 {
     static const gr_state order[] = {GR_DONE,   GR_RUNNING, GR_WAITING,    GR_INTERVENTION,
                                      GR_FAILED, GR_CANCELLED, GR_NOT_REACHED};
-    sp_buf_append_str(b, "<TABLE BORDER=\"0\" CELLBORDER=\"1\" CELLSPACING=\"2\" "
-                         "CELLPADDING=\"3\"><TR><TD COLSPAN=\"2\" BORDER=\"0\"><B>state in "
-                         "this run</B></TD></TR>");
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        legend_row(b, order[i]);
-    sp_buf_append_str(b, "<TR><TD COLSPAN=\"2\" BORDER=\"0\" ALIGN=\"LEFT\">" SMALL
-                         "edges: outcome " TIMES "times taken" SMALL_END "</TD></TR></TABLE>");
+    size_t n = sizeof order / sizeof order[0];
+    sp_buf_append_str(b, "<TABLE BORDER=\"0\" CELLBORDER=\"1\" CELLSPACING=\"3\" "
+                         "CELLPADDING=\"4\"><TR><TD BORDER=\"0\"><B>state in this run</B></TD>");
+    for (size_t i = 0; i < n; i++)
+        sp_buf_printf(b, "<TD BGCOLOR=\"%s\">%s</TD>", gr_state_colour(order[i]),
+                      gr_state_label(order[i]));
+    sp_buf_printf(b, "</TR><TR><TD BORDER=\"0\" COLSPAN=\"%zu\" ALIGN=\"LEFT\">" SMALL
+                     "edges: outcome " TIMES "times the run took it; faint: never taken" SMALL_END
+                     "</TD></TR></TABLE>",
+                  n + 1);
 }

@@ -58,7 +58,7 @@ static void defaults(Agraph_t *g)
     };
     static const char *const node[][2] = {
         {"fontname", FONT}, {"fontsize", "12"}, {"style", "filled"}, {"fillcolor", "#ffffff"},
-        {"color", INK},     {"penwidth", "1.2"}, {"margin", "0.14,0.06"},
+        {"color", INK},     {"penwidth", "1.2"},
     };
     static const char *const edge[][2] = {
         {"fontname", FONT}, {"fontsize", "10"}, {"color", INK}, {"fontcolor", INK},
@@ -78,7 +78,16 @@ static void add_node(Agraph_t *g, const gr_model *m, const gr_node *n, sp_buf *t
     Agnode_t *v = agnode(g, (char *)n->node->id, 1);
     set(v, "shape", k->shape);
     set(v, "style", k->style);
+    set(v, "margin", k->margin);
+    if (k->distortion[0]) {
+        set(v, "sides", "4");
+        set(v, "distortion", k->distortion);
+    }
     set(v, "fillcolor", gr_state_colour(n->state));
+    if (n->state == GR_NOT_REACHED) {
+        set(v, "color", FADED);
+        set(v, "fontcolor", "#6e6e6e");
+    }
     if (m->with_run) {
         sp_buf_printf(text, "%s: %s", n->node->id, gr_state_label(n->state));
         set(v, "tooltip", text->data);

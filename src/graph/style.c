@@ -45,16 +45,20 @@ const char *gr_state_colour(gr_state s)
     return state_of(s)->colour;
 }
 
+#define BOXED "0.14,0.06"
+#define TIGHT "0.02,0.01"
+
 /* Indexed by sp_node_kind. */
 static const gr_kind_style KINDS[] = {
-    [SP_NODE_ACTIVITY] = {"activity", "box", "rounded,filled"},
-    [SP_NODE_AWAIT_SIGNAL] = {"await-signal", "cds", "filled"},
-    [SP_NODE_COMPLETE] = {"complete", "doublecircle", "filled"},
-    [SP_NODE_FAIL] = {"fail", "doubleoctagon", "filled"},
-    [SP_NODE_PARALLEL] = {"parallel", "trapezium", "filled"},
-    [SP_NODE_JOIN] = {"join", "invtrapezium", "filled"},
-    [SP_NODE_MAP] = {"map", "box3d", "filled"},
-    [SP_NODE_SLEEP] = {"sleep", "hexagon", "filled"},
+    [SP_NODE_ACTIVITY] = {"activity", "box", "rounded,filled", "", BOXED},
+    [SP_NODE_AWAIT_SIGNAL] = {"await-signal", "cds", "filled", "", BOXED},
+    [SP_NODE_COMPLETE] = {"complete", "doublecircle", "filled", "", TIGHT},
+    [SP_NODE_FAIL] = {"fail", "doubleoctagon", "filled", "", TIGHT},
+    /* a fan-out, narrow on top; a join, narrow below */
+    [SP_NODE_PARALLEL] = {"parallel", "polygon", "filled", "-0.25", TIGHT},
+    [SP_NODE_JOIN] = {"join", "polygon", "filled", "0.25", TIGHT},
+    [SP_NODE_MAP] = {"map", "box3d", "filled", "", "0.14,0.1"}, /* room for the 3D edge */
+    [SP_NODE_SLEEP] = {"sleep", "hexagon", "filled", "", TIGHT},
 };
 
 const gr_kind_style *gr_kind_style_of(sp_node_kind k)
