@@ -262,7 +262,9 @@ static int draw(cli *c, const graph_args *a, const gr_model *m)
         answer(c, a, m, 0);
         return EXIT_OK;
     }
-    if (gr_render(m, a->format, &bytes, &len, &err))
+    int rendered = gr_render(m, a->format, &bytes, &len, &err);
+    gr_render_end(); /* this process draws once */
+    if (rendered)
         return cli_error(c, strncmp(err.code, "graph.", 6) == 0 ? EXIT_INTERNAL : EXIT_USAGE,
                          &err);
     int rc = a->out ? write_file(a->out, bytes, len, &err)

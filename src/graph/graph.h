@@ -142,6 +142,10 @@ const char *gr_format_name(gr_format f);
  * this host's Graphviz has no renderer for the format. */
 int gr_render(const gr_model *m, gr_format f, char **bytes, size_t *len, sp_error *err);
 
+/* Free Graphviz's context after the process's last gr_render (Graphviz
+ * cannot make a second one after freeing the first: never render after). */
+void gr_render_end(void);
+
 /* ---- names, colours and JSON (style.c, json.c) ---- */
 
 const char *gr_state_name(gr_state s);     /* "done", "needs-intervention", ... */

@@ -6,7 +6,8 @@
  * Graphviz's own messages are caught and become the error's message.
  *
  * Must never spawn a program (the `dot` command least of all), write a
- * file, or print: the caller writes the bytes.
+ * file, or print: the caller writes the bytes. Not thread-safe (Graphviz
+ * is not): one thread of a process draws.
  */
 #include <gvc.h>
 #include <stdio.h>
@@ -21,6 +22,28 @@
 #define LEGEND_NODE "(legend)"
 #define INK "#333333"
 #define FADED "#b4b4b4"
+
+/* ---- Graphviz's context: one per process ----
+ * Debian 12's Graphviz (2.42/2.43) cannot make a second context after
+ * freeing one: its pango plugin keeps a pointer into the first context's
+ * font table (a use after free). So the first render makes the context and
+ * gr_render_end() frees it once, when the process is done drawing. */
+
+static GVC_t *gv_context;
+
+static GVC_t *context(void)
+{
+    if (!gv_context)
+        gv_context = gvContext();
+    return gv_context;
+}
+
+void gr_render_end(void)
+{
+    if (gv_context)
+        gvFreeContext(gv_context);
+    gv_context = NULL;
+}
 
 /* ---- Graphviz's messages: kept, never printed ---- */
 
@@ -218,7 +241,7 @@ int gr_render(const gr_model *m, gr_format f, char **bytes, size_t *len, sp_erro
     gv_message[0] = '\0';
     agusererrf previous = agseterrf(keep_message);
     sp_buf text = SP_BUF_INIT;
-    GVC_t *gvc = gvContext();
+    GVC_t *gvc = context();
     Agraph_t *g = gvc ? build(m, &text) : NULL;
     int rc;
     if (!g || !sp_buf_ok(&text))
@@ -234,8 +257,6 @@ int gr_render(const gr_model *m, gr_format f, char **bytes, size_t *len, sp_erro
         gvFreeLayout(gvc, g);
         agclose(g);
     }
-    if (gvc)
-        gvFreeContext(gvc);
     sp_buf_free(&text);
     agseterrf(previous);
     return rc;

@@ -20,12 +20,20 @@
 #   names every node; an unknown extension or --format is usage.invalid-value;
 #   a missing store is store.not-found and creates nothing.
 #
-# Under AddressSanitizer, Graphviz's and fontconfig's own one-time
-# allocations are suppressed (tests/cli/graph.lsan); spore's are not.
+# Under AddressSanitizer, what Debian's Graphviz and the font libraries
+# allocate and never free is suppressed (tests/cli/graph.lsan, matched on
+# whole stacks: fast_unwind_on_malloc=0 for the `graph` commands only);
+# spore's own allocations are not.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
-export LSAN_OPTIONS="suppressions=$root/tests/cli/graph.lsan:fast_unwind_on_malloc=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export SPORE_EXAMPLES_STATE="$tmp"
+
+# spg <args>: `sp graph <args>` with the suppressions of tests/cli/graph.lsan.
+spg() {
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0" \
+    LSAN_OPTIONS="suppressions=$root/tests/cli/graph.lsan${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+    sp graph "$@"
+}
 
 # The palette of docs/graph.md, by state.
 declare -A colour=(
@@ -78,9 +86,9 @@ expected_states() {
 check_states() {
   local what=$1 run=$2 file=$3 over=${4:-"{}"} status node state got want
   status=$(status_json "$run")
-  sp graph --run "$run" --db "$db" -o "$tmp/$what.svg"
+  spg --run "$run" --db "$db" -o "$tmp/$what.svg"
   expect_rc 0 "$what: graph -o svg"
-  sp graph --run "$run" --db "$db" --json
+  spg --run "$run" --db "$db" --json
   expect_rc 0 "$what: graph --json"
   local json=$out
   while read -r node state; do
@@ -106,12 +114,12 @@ expect_error 2 usage.invalid-value "--format gif" -- graph examples/hello.json -
 expect_error 2 usage.invalid-value "--format disagreeing with -o" -- graph examples/hello.json --format png -o "$tmp/x.svg"
 expect_error 10 store.not-found "--run without a store" -- graph --run run_00000000000000000000000000000000 --db "$db"
 [ ! -e "$db" ] || fail "graph created a store"
-sp graph --help
+spg --help
 expect_rc 0 "graph --help"
 [[ "$out" == *"usage: spore graph"* ]] || fail "graph --help: $out"
 
 # ---- a workflow alone: SVG on stdout, PNG, DOT ----
-sp graph examples/review-loop.json
+spg examples/review-loop.json
 expect_rc 0 "graph without a run"
 [[ "$out" == "<?xml"*"<svg"* ]] || fail "graph without -o: not an SVG on stdout: ${out:0:200}"
 for n in check rework approval done rejected; do
@@ -119,19 +127,19 @@ for n in check rework approval done rejected; do
 done
 has_text "$tmp/sp$sp_n.out" red || fail "graph: the outcome red is not on an edge"
 if grep -q '<title>(legend)</title>' "$tmp/sp$sp_n.out"; then fail "graph: a legend without a run"; fi
-sp graph examples/review-loop.json --json
+spg examples/review-loop.json --json
 expect_json '(.nodes | map(.id)) == ["approval", "check", "done", "rejected", "rework"] and
   all(.nodes[]; .state == null) and .run == null and .output == null and
   ([.edges[] | select(.kind == "route") | "\(.from) \(.label) \(.to)"] | sort) ==
   ["approval approved done", "approval rejected rejected", "check ok approval", "check red rework",
    "rework ok check"] and (.nodes[] | select(.id == "approval") | .kind) == "await-signal"' \
   "graph --json without a run"
-sp graph examples/review-loop.json -o "$tmp/plain.png" --json
+spg examples/review-loop.json -o "$tmp/plain.png" --json
 expect_json '.output.format == "png" and .output.path == $p and (.output.bytes | test("^[1-9][0-9]*$"))' \
   "graph -o png --json" --arg p "$tmp/plain.png"
 [ "$(head -c 8 "$tmp/plain.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
   fail "graph -o x.png: not a PNG"
-sp graph examples/review-loop.json -o "$tmp/plain.dot"
+spg examples/review-loop.json -o "$tmp/plain.dot"
 expect_rc 0 "graph -o dot"
 [[ "$out" == "graph: wrote $tmp/plain.dot (dot, "* ]] || fail "graph -o dot (text): $out"
 head -n 1 "$tmp/plain.dot" | grep -q '^digraph "review-loop" {' || fail "graph -o dot: $(head -n 1 "$tmp/plain.dot")"
@@ -149,7 +157,7 @@ for label in "red ×1" "ok ×1"; do
   has_text "$tmp/review-waiting.svg" "$label" || fail "review-loop: no edge labelled \"$label\""
 done
 has_text "$tmp/review-waiting.svg" "approved" || fail "review-loop: the untaken route has no label"
-sp graph --run "$review" --db "$db" --json
+spg --run "$review" --db "$db" --json
 expect_json '.run.status == "waiting" and .run.edgeCounts.known == true and
   ([.edges[] | select(.kind == "route") | "\(.from) \(.label) \(.count)"] | sort) ==
   ["approval approved 0", "approval rejected 0", "check ok 1", "check red 1", "rework ok 1"] and
@@ -160,7 +168,7 @@ for s in done running waiting "needs intervention" failed cancelled "not reached
 done
 
 # the workflow given with the run must be the run's
-sp graph examples/review-loop.json --run "$review" --db "$db" --json
+spg examples/review-loop.json --run "$review" --db "$db" --json
 expect_json '.run.runId == $id' "graph <workflow> --run" --arg id "$review"
 expect_error 2 graph.workflow-mismatch "a workflow that is not the run's" -- \
   graph examples/hello.json --run "$review" --db "$db"
@@ -206,7 +214,7 @@ map_pid=$bg_pid
 wait_for 20 started "$map" 4 || fail "map: four items did not start"
 check_states map-running "$map" "$wf/map20.json"
 has_text "$tmp/map-running.svg" "0/8" || fail "map: the progress 0/8 is not shown"
-sp graph --run "$map" --db "$db" --json
+spg --run "$map" --db "$db" --json
 expect_json '(.nodes[] | select(.id == "each") | .progress) == {"done": "0", "running": "4", "total": "8"}' \
   "map: progress in --json"
 sp cancel "$map" --db "$db"

@@ -267,6 +267,7 @@ int main(void)
     check_finished(&r);
     check_pictures(&r);
     check_mismatch(&r);
+    gr_render_end();
     gr_history_free(r.history);
     gr_model_free(&r.model);
     gr_model_free(&r.base);
