@@ -91,13 +91,10 @@ static int parse(cli *c, graph_args *a, int argc, char **argv)
         {"--output", true, &a->out, NULL},        {"--format", true, &a->format_name, NULL},
         {NULL, false, NULL, NULL},
     };
+    int rc = cli_begin(c, argc, argv, opts, HELP, CLI_ANY_ARGS, NULL);
+    if (rc)
+        return rc;
     sp_error err = {0};
-    if (cli_parse(c, argc, argv, opts, &err))
-        return cli_error(c, EXIT_USAGE, &err);
-    if (c->help) {
-        cli_help(HELP);
-        return CLI_HELP_SHOWN;
-    }
     if (c->npositional > 1 || (c->npositional == 0 && !a->run_id)) {
         sp_fail(&err, "usage", "graph takes one workflow, --run <runId>, or both (see spore graph "
                                "--help)");
