@@ -17,8 +17,9 @@
 # - without a workflow argument the run's package comes from the store; a
 #   workflow that is not the run's is refused (graph.workflow-mismatch);
 # - -o picks the format: an SVG, a PNG (its magic bytes), a DOT file that
-#   names every node; an unknown extension or --format is usage.invalid-value;
-#   a missing store is store.not-found and creates nothing.
+#   names every node, DOT on stdout with --format dot; an unknown extension
+#   or --format is usage.invalid-value, an unwritable -o file.unwritable; a
+#   missing store is store.not-found and creates nothing.
 #
 # Under AddressSanitizer, what Debian's Graphviz and the font libraries
 # allocate and never free is suppressed (tests/cli/graph.lsan, matched on
@@ -147,6 +148,10 @@ for n in check rework approval done rejected; do
   grep -qE "^[[:space:]]*$n[[:space:]]+\[" "$tmp/plain.dot" || fail "graph -o dot: no node $n"
 done
 grep -q 'shape=cds' "$tmp/plain.dot" || fail "graph -o dot: the await-signal node has not its shape"
+spg examples/review-loop.json --format dot
+expect_rc 0 "graph --format dot"
+[[ "$out" == 'digraph "review-loop" {'* ]] || fail "graph --format dot: not DOT on stdout: ${out:0:100}"
+expect_error 2 file.unwritable "-o into a missing folder" -- graph examples/review-loop.json -o "$tmp/no/such/x.svg"
 
 # ---- review-loop, 0.1: waiting at the approval after check, rework, check ----
 sp run examples/review-loop.json --key review-1 --db "$db" --json
