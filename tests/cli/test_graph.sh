@@ -29,12 +29,13 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 export SPORE_EXAMPLES_STATE="$tmp"
 
-# spg <args>: `sp graph <args>` with the suppressions of tests/cli/graph.lsan.
-spg() {
+# gvenv <command>: run it with the suppressions of tests/cli/graph.lsan.
+gvenv() {
   ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0" \
     LSAN_OPTIONS="suppressions=$root/tests/cli/graph.lsan${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
-    sp graph "$@"
+    "$@"
 }
+spg() { gvenv sp graph "$@"; } # a graph command that draws
 
 # The palette of docs/graph.md, by state.
 declare -A colour=(
@@ -151,7 +152,7 @@ grep -q 'shape=cds' "$tmp/plain.dot" || fail "graph -o dot: the await-signal nod
 spg examples/review-loop.json --format dot
 expect_rc 0 "graph --format dot"
 [[ "$out" == 'digraph "review-loop" {'* ]] || fail "graph --format dot: not DOT on stdout: ${out:0:100}"
-expect_error 2 file.unwritable "-o into a missing folder" -- graph examples/review-loop.json -o "$tmp/no/such/x.svg"
+gvenv expect_error 2 file.unwritable "-o into a missing folder" -- graph examples/review-loop.json -o "$tmp/no/such/x.svg"
 
 # ---- review-loop, 0.1: waiting at the approval after check, rework, check ----
 sp run examples/review-loop.json --key review-1 --db "$db" --json
