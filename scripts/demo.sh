@@ -5,8 +5,9 @@
 #   1. validate every example;
 #   2. run examples/hello.json (two command steps, JSON mapped between them);
 #   3. run examples/review-loop.json: check -> rework -> check, then it parks
-#      at the approval wait (exit 3); this script signals `approved` and runs
-#      it again to completion;
+#      at the approval wait (exit 3); `spore graph` draws the parked run (an
+#      SVG, coloured by each node's state); this script signals `approved` and
+#      runs it again to completion;
 #   4. show the run's events;
 #   5. run examples/agent.json: an agent step in a sandbox, with the scripted
 #      fake provider;
@@ -41,6 +42,10 @@ if [ "$code" -ne 3 ]; then
   exit 1
 fi
 run_id=$("$spore" start examples/review-loop.json --key review-1 --json | jq -r .runId)
+
+step "spore graph --run $run_id -o $demo_dir/review-loop.svg   (the parked run as a picture)"
+"$spore" graph --run "$run_id" -o "$demo_dir/review-loop.svg"
+echo "open $demo_dir/review-loop.svg: check and rework done (green), approval waiting (yellow), edges with their counts"
 
 step "spore signal $run_id approval --outcome approved --data '{\"by\":\"demo\"}'"
 "$spore" signal "$run_id" approval --outcome approved --data '{"by":"demo"}'
@@ -78,6 +83,7 @@ cat <<MSG
 The demo database is $SPORE_DB. Next:
   $spore list --db $SPORE_DB
   $spore status $run_id --db $SPORE_DB --json
+  $spore graph --run $run_id --db $SPORE_DB -o review-loop.png     # the finished run as a picture
   $spore run examples/unsafe-deploy.json --key deploy-1 --input '{"pauseSeconds":5}' --db $SPORE_DB
       # kill -9 it mid-step, then run the same line again (same --key): exit 4,
       # the deploy may have happened and spore will not repeat it on its own

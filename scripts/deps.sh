@@ -25,6 +25,9 @@ DEMO_PACKAGES=(
   libpq-dev                             # the PostgreSQL adapter (libpq)
   libseccomp-dev                        # the WebAssembly jail's seccomp filter
   libcurl4-openssl-dev                  # HTTP of agent steps: spore-step's providers, the model gateway
+  libgraphviz-dev                       # spore graph: libgvc/libcgraph (libgvc6 brings the layout and
+                                        # render plugins and their config; never the `dot` program)
+  fonts-dejavu-core                     # the font spore graph's pictures are measured and drawn with
   wabt                                  # libwabt.a: the interpreter inside `spore` (runners.md)
   bubblewrap                            # the local sandbox of agent steps (bwrap)
   jq                                    # JSON in the example workflows' shell steps

@@ -76,10 +76,13 @@ int cli_parse(cli *c, int argc, char **argv, const cli_option *opts, sp_error *e
  * returns EXIT_OK. */
 #define CLI_HELP_SHOWN (-1)
 
+/* cli_begin's `nargs` of a command that checks its own count. */
+#define CLI_ANY_ARGS (-1)
+
 /* The start every command shares: parse with its options, print its help on
  * --help (CLI_HELP_SHOWN), check that it got `nargs` positional arguments
- * (usage error "<command> takes <takes>"); 0 to go on, else the exit code
- * after printing the error. */
+ * (usage error "<command> takes <takes>"; CLI_ANY_ARGS: any number); 0 to go
+ * on, else the exit code after printing the error. */
 int cli_begin(cli *c, int argc, char **argv, const cli_option *opts, const char *help, int nargs,
               const char *takes);
 
@@ -138,5 +141,6 @@ int cmd_retry(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_capabilities(int argc, char **argv);
 int cmd_agent(int argc, char **argv); /* spore agent classify (cmd_agent.c) */
+int cmd_graph(int argc, char **argv); /* spore graph (cmd_graph.c) */
 
 #endif

@@ -178,7 +178,7 @@ int cli_begin(cli *c, int argc, char **argv, const cli_option *opts, const char 
         cli_help(help);
         return CLI_HELP_SHOWN;
     }
-    if (c->npositional != nargs) {
+    if (nargs != CLI_ANY_ARGS && c->npositional != nargs) {
         sp_fail(&err, "usage", "%s takes %s (see spore %s --help)", c->command, takes, c->command);
         return cli_error(c, EXIT_USAGE, &err);
     }

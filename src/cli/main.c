@@ -36,6 +36,8 @@ static const char USAGE[] =
     "  capabilities               what this host can serve\n"
     "  agent classify ...         classify a captured agent step exchange\n"
     "  validate <workflow.json>   check a workflow without touching a database\n"
+    "  graph <workflow> [--run <runId>]\n"
+    "                             draw a workflow, coloured by a run's state (svg, png, dot)\n"
     "  trace <trace.json>...      replay golden kernel traces\n"
     "\n"
     "Global options (before or after the command):\n"
@@ -57,6 +59,7 @@ static const command COMMANDS[] = {
     {"cancel", cmd_cancel},     {"retry", cmd_retry},
     {"capabilities", cmd_capabilities},
     {"agent", cmd_agent}, /* agent steps (cmd_agent.c) */
+    {"graph", cmd_graph}, /* a workflow and a run as a picture (cmd_graph.c) */
 };
 
 static int print_version(void)

@@ -121,11 +121,36 @@ static bool parse_timers(sv_state *s, const json_t *map)
     return true;
 }
 
+/* The run's position and, in 0.2, every branch's that has one. */
+static bool parse_positions(sv_state *s)
+{
+    const json_t *root = json_object_get(s->doc, "position");
+    size_t room = 1 + (json_is_object(s->branches) ? json_object_size(s->branches) : 0);
+    s->positions = calloc(room, sizeof *s->positions);
+    if (!s->positions)
+        return false;
+    if (json_is_object(root))
+        s->positions[s->npositions++] =
+            (sv_position){text(root, "nodeId"), text(root, "activationId"), NULL, NULL};
+    const char *key;
+    json_t *b;
+    json_object_foreach((json_t *)s->branches, key, b) {
+        const json_t *at = json_object_get(b, "position");
+        if (json_is_object(at))
+            s->positions[s->npositions++] = (sv_position){
+                text(at, "nodeId"), text(at, "activationId"), key, text(b, "parallel")};
+    }
+    for (size_t i = 0; i < s->npositions; i++)
+        if (!s->positions[i].node_id || !s->positions[i].activation_id)
+            return false;
+    return true;
+}
+
 static bool parse_02(sv_state *s)
 {
     s->branches = json_object_get(s->doc, "branches");
     s->maps = json_object_get(s->doc, "maps");
-    return parse_invocations(s, json_object_get(s->doc, "invocations")) &&
+    return parse_positions(s) && parse_invocations(s, json_object_get(s->doc, "invocations")) &&
            parse_waits(s, json_object_get(s->doc, "waits")) &&
            parse_timers(s, json_object_get(s->doc, "timers"));
 }
@@ -137,9 +162,12 @@ int sv_parse(const char *snapshot, size_t len, sv_state *out, sp_error *err)
     const char *format = text(out->doc, "format");
     out->status = text(out->doc, "status");
     out->result = json_object_get(out->doc, "result");
+    out->nodes = json_object_get(out->doc, "nodes");
+    out->visits = json_object_get(out->doc, "visits");
     out->v02 = format && strcmp(format, STATE_02) == 0;
     bool ok = format && out->status &&
-              (out->v02 ? parse_02(out) : strcmp(format, STATE_01) == 0 && parse_01(out));
+              (out->v02 ? parse_02(out)
+                        : strcmp(format, STATE_01) == 0 && parse_positions(out) && parse_01(out));
     if (ok)
         return 0;
     sv_free(out);
@@ -151,6 +179,7 @@ void sv_free(sv_state *s)
     free(s->invocations);
     free(s->waits);
     free(s->timers);
+    free(s->positions);
     json_decref(s->doc);
     memset(s, 0, sizeof *s);
 }

@@ -45,6 +45,14 @@ typedef struct sv_timer {
     uint64_t due_at_ms;
 } sv_timer;
 
+/* Where a strand of the run stands: the run's own (`branch` NULL) or a
+ * branch of a parallel (0.2). */
+typedef struct sv_position {
+    const char *node_id, *activation_id;
+    const char *branch;   /* the branch entry's key "<parallelActivation>:<name>", or NULL */
+    const char *parallel; /* the branch's parallel activation, or NULL */
+} sv_position;
+
 typedef struct sv_state {
     json_t *doc; /* the parsed snapshot; every pointer below borrows from it */
     bool v02;    /* spore.state/0.2 */
@@ -58,6 +66,11 @@ typedef struct sv_state {
     const json_t *result;   /* null, {output} or {error} */
     const json_t *branches; /* 0.2: as the kernel wrote them (docs/kernel.md), else NULL */
     const json_t *maps;     /* 0.2, else NULL */
+    sv_position *positions; /* the run's position first (when it has one), then every
+                               branch with a position, in key order */
+    size_t npositions;
+    const json_t *nodes;  /* node -> {visit, outcome, output}: the latest results */
+    const json_t *visits; /* node -> admitted entries */
 } sv_state;
 
 /* Parse snapshot bytes; store.corrupt when they are not a state this spore

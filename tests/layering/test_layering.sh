@@ -84,6 +84,15 @@ forbidden engine cli/cli.h
 # the API: the engine's face, not its insides
 forbidden api engine/internal.h
 forbidden api store/db.h
+# spore graph: the kernel and the state view through their faces; never the
+# store, the engine's insides, the runners or the command line
+allowed graph kernel/workflow.h
+allowed graph engine/stateview.h
+forbidden graph store/store.h
+forbidden graph engine/engine.h
+forbidden graph engine/internal.h
+forbidden graph runners/runner.h
+forbidden graph cli/cli.h
 
 # the include check refuses a way around the roots
 mkdir -p "$tmp/src/runners"
