@@ -103,6 +103,16 @@ typedef struct sp_artifact_spec {
     const char *spore_version;  /* "0.1.0" */
 } sp_artifact_spec;
 
+/* Where `spore build` writes the artifact of folder `f`: `given` (-o), or
+ * "<folder>.spore" beside the folder; never inside the folder
+ * (build.output-inside), never over a folder (file.unwritable). *path is
+ * malloc'd. */
+int sp_artifact_output_path(const sp_folder *f, const char *given, char **path, sp_error *err);
+
+/* Put the artifact bytes at `path` whole (a temporary file beside it,
+ * renamed over it) or not at all. file.unwritable. */
+int sp_artifact_save(const char *path, const char *bytes, size_t len, sp_error *err);
+
 /* Write the artifact of `spec` into `out`: the same inputs always give the
  * same bytes (fixed order, no time, no owner). build.too-large when a
  * bound would be passed, build.asset-changed when an asset is not what the
