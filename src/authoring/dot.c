@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,22 +24,24 @@ typedef enum attr_context {
 } attr_context;
 
 /* The meaningful attributes, each taken in one context. */
-typedef enum meaning { M_FORMAT, M_START, M_KIND, M_ON, M_BRANCH, M_COUNT, M_RENDER = M_COUNT } meaning;
+typedef enum meaning { M_FORMAT, M_START, M_KIND, M_ON, M_BRANCH, M_COUNT } meaning;
 
+/* Every attribute name the dialect knows: the meaningful ones first (in
+ * the order of `meaning`), then the render-only ones (authoring.md §1),
+ * read and dropped wherever they stand. */
 static const struct {
     const char *name;
-    attr_context context;
-} MEANINGFUL[M_COUNT] = {
-    [M_FORMAT] = {"format", CTX_GRAPH}, [M_START] = {"start", CTX_GRAPH},
-    [M_KIND] = {"kind", CTX_NODE},      [M_ON] = {"on", CTX_EDGE},
-    [M_BRANCH] = {"branch", CTX_EDGE},
+    attr_context context; /* meaningful ones: where they stand */
+} KNOWN[] = {
+    {"format", CTX_GRAPH}, {"start", CTX_GRAPH}, {"kind", CTX_NODE}, {"on", CTX_EDGE},
+    {"branch", CTX_EDGE},  {"label", 0},         {"shape", 0},       {"style", 0},
+    {"color", 0},          {"fillcolor", 0},     {"fontcolor", 0},   {"fontname", 0},
+    {"fontsize", 0},       {"penwidth", 0},      {"arrowhead", 0},   {"arrowtail", 0},
+    {"tooltip", 0},        {"rankdir", 0},       {"splines", 0},     {"nodesep", 0},
+    {"ranksep", 0},        {"bgcolor", 0},
 };
-
-/* Read and dropped wherever they stand (authoring.md §1). */
-static const char *const RENDER[] = {"label",    "shape",     "style",     "color",   "fillcolor",
-                                     "fontcolor", "fontname", "fontsize",  "penwidth",
-                                     "arrowhead", "arrowtail", "tooltip",  "rankdir", "splines",
-                                     "nodesep",  "ranksep",   "bgcolor",   NULL};
+#define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
+_Static_assert(NKNOWN <= 32, "one bit per known attribute name");
 
 static const char *const CONTEXT_NAME[] = {
     [CTX_GRAPH] = "the graph", [CTX_NODE] = "a node", [CTX_EDGE] = "an edge",
@@ -50,11 +53,11 @@ static const char *const CONTEXT_TAKES[] = {
     [CTX_NODE_DEFAULTS] = NULL, [CTX_EDGE_DEFAULTS] = NULL,
 };
 
-/* The attributes of one statement: meaningful values and every name seen. */
+/* The attributes of one statement: meaningful values and every name seen
+ * (one bit per KNOWN name: each name stands at most once a statement). */
 typedef struct stmt_attrs {
     sp_dot_value values[M_COUNT];
-    char *seen[SP_DOT_ATTRS_MAX];
-    size_t nseen;
+    uint32_t seen;
 } stmt_attrs;
 
 typedef struct parser {
@@ -68,8 +71,6 @@ static void attrs_clear(stmt_attrs *a)
 {
     for (int m = 0; m < M_COUNT; m++)
         free(a->values[m].text);
-    for (size_t i = 0; i < a->nseen; i++)
-        free(a->seen[i]);
     memset(a, 0, sizeof *a);
 }
 
@@ -111,15 +112,13 @@ static int expect(parser *p, dot_token_kind kind, const char *wanted)
 
 /* ---- attributes ---- */
 
-static meaning meaning_of(const char *name)
+/* The index of a known attribute name in KNOWN, or -1. */
+static int known_index(const char *name)
 {
-    for (int m = 0; m < M_COUNT; m++)
-        if (strcmp(MEANINGFUL[m].name, name) == 0)
-            return (meaning)m;
-    for (const char *const *r = RENDER; *r; r++)
-        if (strcmp(*r, name) == 0)
-            return M_RENDER;
-    return (meaning)-1;
+    for (size_t i = 0; i < NKNOWN; i++)
+        if (strcmp(KNOWN[i].name, name) == 0)
+            return (int)i;
+    return -1;
 }
 
 static int unknown_attribute(parser *p, const dot_token *key, attr_context ctx)
@@ -136,23 +135,18 @@ static int unknown_attribute(parser *p, const dot_token *key, attr_context ctx)
 /* Record `key = value` of a statement in `ctx` (takes value->text). */
 static int record(parser *p, stmt_attrs *a, attr_context ctx, const dot_token *key, dot_token *value)
 {
-    meaning m = meaning_of(key->text);
-    if ((int)m < 0)
+    int k = known_index(key->text);
+    if (k < 0)
         return unknown_attribute(p, key, ctx);
-    if (m != M_RENDER && MEANINGFUL[m].context != ctx)
+    if (k < M_COUNT && KNOWN[k].context != ctx)
         return invalid(p, key->pos, "attribute \"%s\" is not allowed on %s", key->text,
                        CONTEXT_NAME[ctx]);
-    for (size_t i = 0; i < a->nseen; i++)
-        if (strcmp(a->seen[i], key->text) == 0)
-            return invalid(p, key->pos, "attribute \"%s\" is given twice in one statement",
-                           key->text);
-    if (a->nseen == SP_DOT_ATTRS_MAX)
-        return too_large(p, key->pos, "attributes in one statement", SP_DOT_ATTRS_MAX);
-    if (!(a->seen[a->nseen] = strdup(key->text)))
-        return sp_oom(p->err);
-    a->nseen++;
-    if (m != M_RENDER) {
-        a->values[m] = (sp_dot_value){value->text, value->pos};
+    if (a->seen & (UINT32_C(1) << k))
+        return invalid(p, key->pos, "attribute \"%s\" is given twice in one statement",
+                       key->text);
+    a->seen |= UINT32_C(1) << k;
+    if (k < M_COUNT) {
+        a->values[k] = (sp_dot_value){value->text, value->pos};
         value->text = NULL;
     }
     return 0;

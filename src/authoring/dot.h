@@ -17,8 +17,8 @@
  * `on=` must never silently route nothing), judge what the values mean
  * (the folder builder does, knowing the format), or pass its bounds
  * (SP_DOT_BYTES_MAX bytes, SP_DOT_NODES_MAX nodes, SP_DOT_EDGES_MAX edges,
- * SP_DOT_ATTRS_MAX attributes a statement, SP_DOT_ID_MAX bytes an ID:
- * dot.too-large).
+ * SP_DOT_ID_MAX bytes an ID: dot.too-large; an attribute list holds each
+ * known name at most once, so at most 22 attributes).
  */
 #ifndef SPORE_AUTHORING_DOT_H
 #define SPORE_AUTHORING_DOT_H
@@ -31,7 +31,6 @@
 #define SP_DOT_BYTES_MAX (1u << 20)
 #define SP_DOT_NODES_MAX 1024
 #define SP_DOT_EDGES_MAX 8192
-#define SP_DOT_ATTRS_MAX 64
 
 /* A meaningful attribute's value and where it stands; text NULL = not given. */
 typedef struct sp_dot_value {

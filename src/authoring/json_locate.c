@@ -161,11 +161,15 @@ bool sp_json_locate(const char *text, size_t len, const char *const *path, size_
 
 sp_text_pos sp_json_error_pos(const char *text, size_t len, const char *message)
 {
+    /* "... at byte N": the problem starts there (the strict parser's own
+     * findings); "... (byte N)": jansson stopped after the token it names */
     const char *at = message ? strstr(message, "byte ") : NULL;
     for (const char *more = at; more; more = strstr(more + 1, "byte "))
         at = more; /* the last one names the place */
     unsigned long long offset;
     if (!at || sscanf(at, "byte %llu", &offset) != 1 || offset > len)
         return (sp_text_pos){0, 0};
+    if (at > message && at[-1] == '(' && offset > 0)
+        offset--;
     return sp_text_pos_of(text, len, (size_t)offset);
 }
