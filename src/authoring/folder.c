@@ -154,7 +154,8 @@ static int asset_cmp(const void *x, const void *y)
 /* The assets in byte order of paths, each path once. */
 static void hand_over_assets(folder_build *b, sp_folder *out)
 {
-    qsort(b->assets, b->nassets, sizeof *b->assets, asset_cmp);
+    if (b->nassets)
+        qsort(b->assets, b->nassets, sizeof *b->assets, asset_cmp);
     size_t kept = 0;
     for (size_t i = 0; i < b->nassets; i++) {
         if (kept && strcmp(b->assets[kept - 1].path, b->assets[i].path) == 0) {

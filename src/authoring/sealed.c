@@ -102,7 +102,8 @@ int sp_package_sealed(const json_t *package, sp_sealed_list *out, sp_error *err)
         free(c.files);
         return err->code[0] ? -1 : sp_oom(err);
     }
-    qsort(c.files, c.n, sizeof *c.files, by_path);
+    if (c.n)
+        qsort(c.files, c.n, sizeof *c.files, by_path);
     size_t kept = 0;
     for (size_t i = 0; i < c.n; i++) {
         if (kept && strcmp(c.files[kept - 1].path, c.files[i].path) == 0) {

@@ -7,6 +7,7 @@
  * a name, unique node IDs, and edges between its nodes.
  */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
