@@ -96,12 +96,11 @@ static int sealed_files(const sp_artifact_spec *spec, const json_t *package, pie
     return rc;
 }
 
-static int add_blob(pieces *p, const char *digest, const char *bytes, size_t len)
+/* Bytes by digest, each digest once. */
+static void add_blob(pieces *p, const char *digest, const char *bytes, size_t len)
 {
-    if (find_blob(p->blobs, p->nblobs, digest))
-        return 0;
-    p->blobs[p->nblobs++] = (sp_artifact_blob){digest, bytes, len};
-    return 0;
+    if (!find_blob(p->blobs, p->nblobs, digest))
+        p->blobs[p->nblobs++] = (sp_artifact_blob){digest, bytes, len};
 }
 
 static int blob_cmp(const void *x, const void *y)

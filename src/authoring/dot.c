@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "authoring/dot_lex.h"
+#include "authoring/grow.h"
 
 /* Where an attribute list stands, which decides the attributes it takes. */
 typedef enum attr_context {
@@ -208,14 +209,10 @@ static int node_of(parser *p, const dot_token *t, size_t *index)
         return 0;
     if (g->nnodes == SP_DOT_NODES_MAX)
         return too_large(p, t->pos, "nodes", SP_DOT_NODES_MAX);
-    if (g->nnodes == g->node_cap) {
-        size_t cap = g->node_cap ? 2 * g->node_cap : 16;
-        sp_dot_node *nodes = realloc(g->nodes, cap * sizeof *nodes);
-        if (!nodes)
-            return sp_oom(p->err);
-        g->nodes = nodes;
-        g->node_cap = cap;
-    }
+    sp_dot_node *nodes = sp_grow(g->nodes, &g->node_cap, g->nnodes, sizeof *nodes);
+    if (!nodes)
+        return sp_oom(p->err);
+    g->nodes = nodes;
     sp_dot_node *n = &g->nodes[g->nnodes];
     *n = (sp_dot_node){.id = strdup(t->text), .pos = t->pos};
     if (!n->id)
@@ -243,14 +240,10 @@ static int add_edge(parser *p, size_t from, size_t to, sp_text_pos pos, const st
     sp_dot_graph *g = p->g;
     if (g->nedges == SP_DOT_EDGES_MAX)
         return too_large(p, pos, "edges", SP_DOT_EDGES_MAX);
-    if (g->nedges == g->edge_cap) {
-        size_t cap = g->edge_cap ? 2 * g->edge_cap : 16;
-        sp_dot_edge *edges = realloc(g->edges, cap * sizeof *edges);
-        if (!edges)
-            return sp_oom(p->err);
-        g->edges = edges;
-        g->edge_cap = cap;
-    }
+    sp_dot_edge *edges = sp_grow(g->edges, &g->edge_cap, g->nedges, sizeof *edges);
+    if (!edges)
+        return sp_oom(p->err);
+    g->edges = edges;
     sp_dot_edge *e = &g->edges[g->nedges++];
     *e = (sp_dot_edge){.from = from, .to = to, .pos = pos};
     const sp_dot_value *on = &a->values[M_ON], *branch = &a->values[M_BRANCH];
@@ -272,14 +265,10 @@ static int push_token(parser *p, token_list *l, dot_token *t)
 {
     if (l->n > SP_DOT_EDGES_MAX)
         return too_large(p, t->pos, "edges", SP_DOT_EDGES_MAX);
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 8;
-        dot_token *items = realloc(l->items, cap * sizeof *items);
-        if (!items)
-            return sp_oom(p->err);
-        l->items = items;
-        l->cap = cap;
-    }
+    dot_token *items = sp_grow(l->items, &l->cap, l->n, sizeof *items);
+    if (!items)
+        return sp_oom(p->err);
+    l->items = items;
     l->items[l->n++] = *t;
     *t = (dot_token){0};
     return 0;

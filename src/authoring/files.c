@@ -53,7 +53,7 @@ char *sp_file_read(const char *path, size_t max, size_t *len, sp_file_status *st
     struct stat st;
     *len = 0;
     if (fd < 0) {
-        *status = SP_FILE_MISSING;
+        *status = SP_FILE_MISSING; /* errno says why */
         return NULL;
     }
     char *bytes = NULL;
@@ -79,8 +79,10 @@ char *sp_file_read_or_fail(const char *path, size_t max, size_t *len, sp_error *
         sp_fail(err, "file.too-large", "%s is larger than %zu bytes", path, max);
     else if (status == SP_FILE_NOT_REGULAR)
         sp_fail(err, "file.unreadable", "%s is not a regular file", path);
+    else if (status == SP_FILE_MISSING)
+        sp_fail(err, "file.unreadable", "cannot open %s: %s", path, strerror(errno));
     else
-        sp_fail(err, "file.unreadable", "cannot read %s: %s", path, strerror(errno ? errno : EIO));
+        sp_fail(err, "file.unreadable", "cannot read %s", path);
     return NULL;
 }
 

@@ -137,13 +137,13 @@ static json_t *assemble(folder_build *b)
     json_t *package = json_pack("{s:s,s:s,s:s,s:O}", "format", b->graph.format.text, "name",
                                 b->graph.name, "start", b->graph.start.text, "nodes", b->nodes);
     json_t *limits = json_object_get(b->settings, "limits");
-    if (package && limits && json_object_set(package, "limits", limits))
-        json_decref(package), package = NULL;
-    if (package && b->actions && json_object_set(package, "actions", b->actions))
-        json_decref(package), package = NULL;
-    if (!package)
-        sp_oom(b->err);
-    return package;
+    bool ok = package && !(limits && json_object_set(package, "limits", limits)) &&
+              !(b->actions && json_object_set(package, "actions", b->actions));
+    if (ok)
+        return package;
+    json_decref(package);
+    sp_oom(b->err);
+    return NULL;
 }
 
 static int asset_cmp(const void *x, const void *y)

@@ -24,6 +24,7 @@
 
 #include "authoring/files.h"
 #include "authoring/folder_build.h"
+#include "authoring/grow.h"
 #include "authoring/json_locate.h"
 #include "authoring/paths.h"
 #include "base/utf8.h"
@@ -113,9 +114,15 @@ static int instructions(folder_build *b, const char *id, json_t *node)
         len -= len > 1 && text[len - 2] == '\r' ? 2 : 1;
     json_t *query = json_stringn(text, len);
     free(text);
-    int rc = !query || (!input && json_object_set_new(node, "input", (input = json_object()))) ||
-             json_object_set_new(input, "query", query) || json_object_del(node, "instructions");
-    return rc ? sp_oom(b->err) : 0;
+    if (!input && json_object_set_new(node, "input", json_object())) {
+        json_decref(query);
+        return sp_oom(b->err);
+    }
+    input = json_object_get(node, "input");
+    /* set_new takes the query, also when it fails */
+    if (!query || json_object_set_new(input, "query", query) || json_object_del(node, "instructions"))
+        return sp_oom(b->err);
+    return 0;
 }
 
 /* ---- schema files ---- */
@@ -180,14 +187,10 @@ static int add_asset(folder_build *b, const ref_place *at, const char *path, con
         b->asset_bytes + size > SP_ASSETS_TOTAL_MAX)
         return ref_error(b, at, "build.too-large", "the assets",
                          "pass the bounds (4000 files, 64 MiB a file, 128 MiB in all)");
-    if (b->nassets == b->asset_cap) {
-        size_t cap = b->asset_cap ? 2 * b->asset_cap : 16;
-        sp_folder_asset *grown = realloc(b->assets, cap * sizeof *grown);
-        if (!grown)
-            return sp_oom(b->err);
-        b->assets = grown;
-        b->asset_cap = cap;
-    }
+    sp_folder_asset *grown = sp_grow(b->assets, &b->asset_cap, b->nassets, sizeof *grown);
+    if (!grown)
+        return sp_oom(b->err);
+    b->assets = grown;
     sp_folder_asset *a = &b->assets[b->nassets];
     *a = (sp_folder_asset){strdup(path), strdup(real), size};
     if (!a->path || !a->real) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authoring/grow.h"
 #include "authoring/paths.h"
 #include "json/json.h"
 
@@ -51,14 +52,10 @@ typedef struct collect {
 
 static int add(collect *c, const char *path, const char *digest)
 {
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 16;
-        sp_sealed_file *grown = realloc(c->files, cap * sizeof *grown);
-        if (!grown)
-            return sp_oom(c->err);
-        c->files = grown;
-        c->cap = cap;
-    }
+    sp_sealed_file *grown = sp_grow(c->files, &c->cap, c->n, sizeof *grown);
+    if (!grown)
+        return sp_oom(c->err);
+    c->files = grown;
     c->files[c->n++] = (sp_sealed_file){path, digest};
     return 0;
 }
