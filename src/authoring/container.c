@@ -1,6 +1,6 @@
 /*
- * container.c - the artifact's byte layout (see container.h). Every bound
- * is checked before a size or an offset is used.
+ * container.c - the artifact's byte layout (see container.h). Never uses
+ * a size or an offset before its bound is checked.
  */
 #include "authoring/container.h"
 

@@ -1,6 +1,8 @@
 /*
  * workflow_file.c - the one workflow loader of the CLI and the reading of
- * JSON files and arguments (see workflow_file.h).
+ * JSON files and arguments (see workflow_file.h). Never lets an artifact's
+ * runners be sealed from anything but the artifact, nor leaves its private
+ * folder behind.
  */
 #include "cli/workflow_file.h"
 
