@@ -19,7 +19,8 @@
 
 bool sp_artifact_magic(const char *bytes, size_t len)
 {
-    return len >= SP_ARTIFACT_MAGIC_LEN && memcmp(bytes, SP_ARTIFACT_MAGIC, SP_ARTIFACT_MAGIC_LEN) == 0;
+    return len >= SP_ARTIFACT_MAGIC_LEN &&
+           memcmp(bytes, SP_ARTIFACT_MAGIC, SP_ARTIFACT_MAGIC_LEN) == 0;
 }
 
 static bool named(const sp_artifact_member *m, const char *name)
@@ -142,8 +143,9 @@ static int contents(sp_artifact *a, sp_error *err)
     const sp_artifact_member *manifest, *package;
     if (classify(a, &manifest, &package, err))
         return -1;
-    if (!(a->manifest = parse_member(manifest, SP_ARTIFACT_MANIFEST_MAX, "artifact.manifest", err)) ||
-        !(a->package = parse_member(package, PACKAGE_MAX, "artifact.package", err)))
+    a->manifest = parse_member(manifest, SP_ARTIFACT_MANIFEST_MAX, "artifact.manifest", err);
+    a->package = a->manifest ? parse_member(package, PACKAGE_MAX, "artifact.package", err) : NULL;
+    if (!a->package)
         return -1;
     a->package_bytes = package->bytes;
     a->package_len = package->len;

@@ -39,7 +39,8 @@ static void pieces_free(pieces *p)
     free(p->blob_names);
 }
 
-static const sp_artifact_blob *find_blob(const sp_artifact_blob *blobs, size_t n, const char *digest)
+static const sp_artifact_blob *find_blob(const sp_artifact_blob *blobs, size_t n,
+                                         const char *digest)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(blobs[i].digest, digest) == 0)

@@ -140,7 +140,8 @@ static int entry(reader *r, size_t index, sp_artifact_member *m, unsigned char s
                                "files only",
                                (int)(name_len > 100 ? 100 : name_len), m->name, e[0],
                                e[0] == 2 ? "a symlink" : e[0] == 5 ? "a folder" : "not a file");
-    if (name_len == 0 || name_len > SP_ARTIFACT_NAME_MAX || !sp_relpath_is_normal(m->name, name_len))
+    if (name_len == 0 || name_len > SP_ARTIFACT_NAME_MAX ||
+        !sp_relpath_is_normal(m->name, name_len))
         return sp_fail_details(r->err, "artifact.member-path",
                                json_pack("{s:s%}", "member", m->name, name_len),
                                "member name \"%.*s\" is not a normal relative path (no leading "
@@ -169,8 +170,8 @@ static int names(reader *r, const sp_artifact_member *m, size_t n)
     qsort(sorted, n, sizeof *sorted, cmp_members);
     for (size_t i = 1; i < n; i++)
         if (name_cmp(&sorted[i - 1], &sorted[i]) == 0) {
-            int rc = sp_fail_details(r->err, "artifact.member-duplicate",
-                                     json_pack("{s:s%}", "member", sorted[i].name, sorted[i].name_len),
+            json_t *details = json_pack("{s:s%}", "member", sorted[i].name, sorted[i].name_len);
+            int rc = sp_fail_details(r->err, "artifact.member-duplicate", details,
                                      "member \"%.*s\" appears twice", (int)sorted[i].name_len,
                                      sorted[i].name);
             free(sorted);

@@ -134,7 +134,8 @@ static int unknown_attribute(parser *p, const dot_token *key, attr_context ctx)
 }
 
 /* Record `key = value` of a statement in `ctx` (takes value->text). */
-static int record(parser *p, stmt_attrs *a, attr_context ctx, const dot_token *key, dot_token *value)
+static int record(parser *p, stmt_attrs *a, attr_context ctx, const dot_token *key,
+                  dot_token *value)
 {
     int k = known_index(key->text);
     if (k < 0)
@@ -331,7 +332,8 @@ static int node_statement(parser *p, dot_token *id)
     if (rc == 0)
         rc = node_of(p, id, &index);
     if (rc == 0)
-        rc = set_once(p, &p->g->nodes[index].kind, &a.values[M_KIND], "the kind of node ", id->text);
+        rc = set_once(p, &p->g->nodes[index].kind, &a.values[M_KIND], "the kind of node ",
+                      id->text);
     attrs_clear(&a);
     return rc;
 }

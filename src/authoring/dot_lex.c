@@ -71,7 +71,10 @@ static int skip_blank(dot_lexer *L, sp_error *err)
     }
 }
 
-static bool id_start(int c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c >= 0x80; }
+static bool id_start(int c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c >= 0x80;
+}
 static bool is_digit(int c) { return c >= '0' && c <= '9'; }
 static bool id_char(int c) { return id_start(c) || is_digit(c); }
 
@@ -97,8 +100,9 @@ static dot_token_kind keyword(const char *s, size_t n)
     static const struct {
         const char *word;
         dot_token_kind kind;
-    } words[] = {{"digraph", DOT_KW_DIGRAPH}, {"graph", DOT_KW_GRAPH},     {"node", DOT_KW_NODE},
-                 {"edge", DOT_KW_EDGE},       {"subgraph", DOT_KW_SUBGRAPH}, {"strict", DOT_KW_STRICT}};
+    } words[] = {{"digraph", DOT_KW_DIGRAPH}, {"graph", DOT_KW_GRAPH},
+                 {"node", DOT_KW_NODE},       {"edge", DOT_KW_EDGE},
+                 {"subgraph", DOT_KW_SUBGRAPH}, {"strict", DOT_KW_STRICT}};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strlen(words[i].word) == n && strncasecmp(words[i].word, s, n) == 0)
             return words[i].kind;
@@ -184,7 +188,8 @@ static int refuse_char(dot_lexer *L, dot_token *t, sp_error *err)
     if (c == ':')
         return invalid(L, t->pos, err, "ports (node:port) are not supported");
     if (c == '<')
-        return invalid(L, t->pos, err, "HTML strings (<...>) are not supported: use a quoted string");
+        return invalid(L, t->pos, err,
+                       "HTML strings (<...>) are not supported: use a quoted string");
     if (c == '+')
         return invalid(L, t->pos, err, "string concatenation (+) is not supported");
     char what[64];

@@ -91,7 +91,8 @@ static int read_settings(folder_build *b)
     struct stat st;
     if (stat(b->settings_file, &st) && errno == ENOENT)
         return (b->settings = json_object()) ? 0 : sp_oom(b->err);
-    b->settings_text = sp_file_read_or_fail(b->settings_file, SP_SETTINGS_BYTES_MAX, &b->settings_len, b->err);
+    b->settings_text = sp_file_read_or_fail(b->settings_file, SP_SETTINGS_BYTES_MAX,
+                                            &b->settings_len, b->err);
     if (!b->settings_text)
         return -1;
     if ((b->settings = sp_json_parse(b->settings_text, b->settings_len, b->err)))

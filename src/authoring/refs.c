@@ -50,7 +50,8 @@ static int resolve(folder_build *b, const ref_place *at, const json_t *value, co
     if (!json_is_string(value))
         return ref_error(b, at, "build.reference-invalid", what,
                          "must be a path relative to the folder (a string)");
-    sp_relpath_verdict v = sp_relpath_normalize(json_string_value(value), json_string_length(value), normal);
+    sp_relpath_verdict v =
+        sp_relpath_normalize(json_string_value(value), json_string_length(value), normal);
     const char *code = v == SP_RELPATH_ABSOLUTE ? "build.path-absolute"
                        : v == SP_RELPATH_PARENT ? "build.path-parent"
                                                 : "build.reference-invalid";
@@ -120,7 +121,8 @@ static int instructions(folder_build *b, const char *id, json_t *node)
     }
     input = json_object_get(node, "input");
     /* set_new takes the query, also when it fails */
-    if (!query || json_object_set_new(input, "query", query) || json_object_del(node, "instructions"))
+    if (!query || json_object_set_new(input, "query", query) ||
+        json_object_del(node, "instructions"))
         return sp_oom(b->err);
     return 0;
 }

@@ -74,10 +74,11 @@ static int collect_runner(const json_t *runner, void *ctx)
     {
         if (!sp_relpath_is_normal(path, strlen(path)))
             return sp_fail(c->err, "artifact.package",
-                           "the sealed path \"%.100s\" is not a normal path inside the folder", path);
-        if (!sp_is_sha256_text(json_string_value(digest)))
-            return sp_fail(c->err, "artifact.package", "the sealed path \"%.100s\" has no sha256 digest",
+                           "the sealed path \"%.100s\" is not a normal path inside the folder",
                            path);
+        if (!sp_is_sha256_text(json_string_value(digest)))
+            return sp_fail(c->err, "artifact.package",
+                           "the sealed path \"%.100s\" has no sha256 digest", path);
         if (add(c, path, json_string_value(digest)))
             return -1;
     }

@@ -111,7 +111,8 @@ static int runners_have_settings(folder_build *b)
     json_t *nodes = json_object_get(b->settings, "nodes");
     for (size_t i = 0; i < b->graph.nnodes; i++) {
         const sp_dot_node *n = &b->graph.nodes[i];
-        const char *kind = json_string_value(json_object_get(json_object_get(b->nodes, n->id), "kind"));
+        const json_t *node = json_object_get(b->nodes, n->id);
+        const char *kind = json_string_value(json_object_get(node, "kind"));
         bool runs = strcmp(kind, "activity") == 0 || strcmp(kind, "map") == 0;
         if (runs && !json_object_get(nodes, n->id))
             return fb_dot_error(b, "build.activity-without-settings", n->pos,

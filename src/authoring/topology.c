@@ -52,7 +52,10 @@ bool fb_kind_has_outcomes(const char *kind)
     return k && k->shape == ROUTES_OUTCOMES;
 }
 
-static const char *kind_of(const sp_dot_node *n) { return n->kind.text ? n->kind.text : "activity"; }
+static const char *kind_of(const sp_dot_node *n)
+{
+    return n->kind.text ? n->kind.text : "activity";
+}
 
 static int graph_attributes(folder_build *b)
 {

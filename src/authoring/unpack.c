@@ -106,8 +106,8 @@ static int lay_out(const sp_artifact *a, const char *dir, sp_error *err)
     for (size_t i = 0; i < l.n && rc == 0; i++) {
         const sp_artifact_member *m = sp_artifact_blob_of(a, l.files[i].digest);
         rc = m ? write_file(dir, l.files[i].path, m, err)
-               : sp_fail(err, "artifact.member-missing", "the sealed file %s is not in the artifact",
-                         l.files[i].path);
+               : sp_fail(err, "artifact.member-missing",
+                         "the sealed file %s is not in the artifact", l.files[i].path);
     }
     sp_sealed_list_free(&l);
     grant_folders g = {dir, err};

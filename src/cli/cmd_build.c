@@ -163,7 +163,8 @@ static void inspect_text(const char *path, const sp_artifact *a, bool assets)
     printf("%-12s %s (%zu bytes)\n", "digest", a->digest, a->len);
     printf("%-12s %s (%s)\n", "workflow", json_string_value(json_object_get(m, "name")),
            json_string_value(json_object_get(m, "format")));
-    printf("%-12s %s (%s bytes)\n", "package", json_string_value(json_object_get(m, "packageDigest")),
+    printf("%-12s %s (%s bytes)\n", "package",
+           json_string_value(json_object_get(m, "packageDigest")),
            json_string_value(json_object_get(m, "packageBytes")));
     printf("%-12s spore %s\n", "built by", json_string_value(json_object_get(m, "sporeVersion")));
     print_files("sealed", sealed);

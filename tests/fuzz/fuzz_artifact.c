@@ -38,7 +38,8 @@ static void check_rewrite(const sp_artifact *a, const uint8_t *data, size_t size
     sp_artifact_blob *blobs = calloc(n + 1, sizeof *blobs);
     require(blobs != NULL, "memory");
     for (size_t i = 0; i < n; i++) {
-        const char *digest = json_string_value(json_object_get(json_array_get(sealed, i), "digest"));
+        const json_t *file = json_array_get(sealed, i);
+        const char *digest = json_string_value(json_object_get(file, "digest"));
         const sp_artifact_member *m = sp_artifact_blob_of(a, digest);
         require(m != NULL, "every sealed file is a member");
         blobs[i] = (sp_artifact_blob){digest, m->bytes, m->len};
