@@ -308,6 +308,10 @@ static void test_container_refusals(void)
     expect_refused(&b, "artifact.magic", "a JSON file");
     b.data[0] = (char)0x89;
     b.data[11] = 1;
+    b.len--; /* without the trailing byte: good again, but for a reserved byte */
+    b.data[17] = 1;
+    expect_refused(&b, "artifact.invalid", "a reserved byte that is not 0");
+    b.data[17] = 0;
     b.data[14] = 0x20; /* 0x2000 members */
     expect_refused(&b, "artifact.too-large", "8196 members");
     b.len = 5;
@@ -359,6 +363,10 @@ static void test_content_refusals(void)
     m[2].bytes = "{\"a\": 1}";
     m[2].len = 8;
     expect_raw_refused(m, 4, "artifact.manifest", "a manifest that is not canonical");
+    memcpy(m, g.m, sizeof g.m);
+    m[3].bytes = "{ }";
+    m[3].len = 3;
+    expect_raw_refused(m, 4, "artifact.package", "a package that is not canonical");
     memcpy(m, g.m, sizeof g.m);
     m[3].bytes = "{}";
     m[3].len = 2;
