@@ -3,7 +3,9 @@
 # the embedded SQLite default, including a signal delivered by this script.
 #
 #   1. validate every example;
-#   2. run examples/hello.json (two command steps, JSON mapped between them);
+#   2. run examples/hello.json (two command steps, JSON mapped between them),
+#      then build its folder twin examples/hello/ into an artifact, inspect it
+#      and run it (the same package digest, the artifact's digest recorded);
 #   3. run examples/review-loop.json: check -> rework -> check, then it parks
 #      at the approval wait (exit 3); `spore graph` draws the parked run (an
 #      SVG, coloured by each node's state); this script signals `approved` and
@@ -31,6 +33,14 @@ done
 
 step "spore run examples/hello.json --input '{\"name\":\"spore\"}'"
 "$spore" run examples/hello.json --input '{"name":"spore"}'
+
+step "spore build examples/hello -o $demo_dir/hello.spore   (the folder twin, sealed into one file)"
+"$spore" build examples/hello -o "$demo_dir/hello.spore"
+"$spore" inspect "$demo_dir/hello.spore" >"$demo_dir/inspect.txt"
+head -n 6 "$demo_dir/inspect.txt"
+
+step "spore run $demo_dir/hello.spore --input '{\"name\":\"artifact\"}'"
+"$spore" run "$demo_dir/hello.spore" --input '{"name":"artifact"}'
 
 step "spore run examples/review-loop.json --key review-1   (parks at the approval wait)"
 set +e

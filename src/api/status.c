@@ -138,6 +138,9 @@ json_t *sp_status_json(const sp_run_view *v)
                             member_or_null(snap, "invocation"), "result",
                             member_or_null(snap, "result"), "nodes", nodes ? nodes : json_object(),
                             "quarantine", quarantine_json(v), "packageDigest", v->package_digest);
+    if (out) /* the artifact the run was started from (authoring.md §2), or null */
+        json_object_set_new(out, "artifactDigest",
+                            v->artifact_digest ? json_string(v->artifact_digest) : json_null());
     json_decref(snap);
     if (out)
         add_state_members(out, v);

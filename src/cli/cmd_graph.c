@@ -110,14 +110,12 @@ static int parse(cli *c, graph_args *a, int argc, char **argv)
 
 static int package_from_file(const char *path, sp_validated *v, sp_error *err)
 {
-    json_t *doc = sp_workflow_file_read(path, err);
-    if (!doc)
+    sp_workflow_source src;
+    if (sp_workflow_source_open(path, &src, err))
         return -1;
-    char *dir = sp_workflow_dir(path); /* runners are sealed from here */
-    sp_validate_opts opts = {dir, false, NULL};
-    int rc = dir ? sp_validate_workflow(doc, NULL, NULL, &opts, v, err) : sp_oom(err);
-    free(dir);
-    json_decref(doc);
+    sp_validate_opts opts = {src.dir, false, NULL};
+    int rc = sp_validate_workflow(src.doc, NULL, NULL, &opts, v, err);
+    sp_workflow_source_close(&src);
     return rc;
 }
 

@@ -14,17 +14,23 @@
 #include "cli/workflow_file.h"
 
 static const char START_HELP[] =
-    "usage: spore start <workflow.json> [--input <json> | --input-file <path>] [--key <key>]\n"
+    "usage: spore start <workflow> [--input <json> | --input-file <path>] [--key <key>]\n"
     "                   [--db <path>] [--json]\n"
+    "\n"
+    "<workflow> is a JSON package file, a workflow folder (or its workflow.dot)\n"
+    "or an artifact made by spore build (the run records its digest).\n"
     "\n"
     "Creates a run and returns. The input defaults to {}. The start key defaults to\n"
     "a fresh key_<16 hex>; starting again with the same key names the same run\n"
     "(created: false).\n";
 
 static const char RUN_HELP[] =
-    "usage: spore run <workflow.json> [--input <json> | --input-file <path>] [--key <key>]\n"
+    "usage: spore run <workflow> [--input <json> | --input-file <path>] [--key <key>]\n"
     "                 [--db <path>] [--json] [--lease-ms N] [--heartbeat-ms N] [--poll-ms N]\n"
     "                 [--grace-ms N] [--store-retry-ms N] [--concurrency N] [--max-wait D]\n"
+    "\n"
+    "<workflow> is a JSON package file, a workflow folder (or its workflow.dot)\n"
+    "or an artifact made by spore build (the run records its digest).\n"
     "\n"
     "Starts (or, with an existing --key, resumes) a run and works on it until it is\n"
     "terminal or parked. Kill it at any moment and run it again: completed steps\n"
@@ -64,25 +70,22 @@ static json_t *read_input(const start_args *a, sp_error *err)
 /* What start needs, read before the store is opened: a missing or broken
  * workflow or input file creates no store. */
 typedef struct start_request {
-    json_t *doc, *input; /* input NULL: none given */
-    char *dir;           /* runners are sealed from here */
+    sp_workflow_source src; /* the workflow, and where its runners are sealed from */
+    json_t *input;          /* NULL: none given */
 } start_request;
 
 static void request_free(start_request *q)
 {
-    json_decref(q->doc);
+    sp_workflow_source_close(&q->src);
     json_decref(q->input);
-    free(q->dir);
 }
 
 static int read_request(cli *c, const start_args *a, start_request *q)
 {
     sp_error err = {0};
     memset(q, 0, sizeof *q);
-    const char *file = c->positional[0];
-    if (!(q->doc = sp_workflow_file_read(file, &err)) ||
-        (!(q->input = read_input(a, &err)) && err.code[0]) ||
-        (!(q->dir = sp_workflow_dir(file)) && sp_oom(&err))) {
+    if (sp_workflow_source_open(c->positional[0], &q->src, &err) ||
+        (!(q->input = read_input(a, &err)) && err.code[0])) {
         request_free(q);
         return cli_error(c, cli_exit_for(err.code), &err);
     }
@@ -101,7 +104,9 @@ static int open_and_start(cli *c, const start_args *a, session *s, sp_start_resu
         return rc;
     }
     sp_error err = {0};
-    if (sp_engine_start_at(s->engine, q.doc, q.dir, q.input, a->key, out, &err)) {
+    const char *artifact = q.src.artifact_digest[0] ? q.src.artifact_digest : NULL;
+    if (sp_engine_start_artifact(s->engine, q.src.doc, q.src.dir, artifact, q.input, a->key, out,
+                                 &err)) {
         rc = session_fail(s, &err);
         session_close(s);
     }
@@ -117,7 +122,7 @@ static int parse(cli *c, int argc, char **argv, start_args *a, const char *help)
         {"--key", true, &a->key, NULL},
         {NULL, false, NULL, NULL},
     };
-    return cli_begin(c, argc, argv, opts, help, 1, "one workflow file");
+    return cli_begin(c, argc, argv, opts, help, 1, "one workflow (file, folder or artifact)");
 }
 
 int cmd_start(int argc, char **argv)

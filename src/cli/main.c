@@ -19,8 +19,8 @@ static const char USAGE[] =
     "Durable workflows for agents and automation.\n"
     "\n"
     "Commands:\n"
-    "  run <workflow.json>        start (or resume) a run and work until it parks\n"
-    "  start <workflow.json>      create a run and return\n"
+    "  run <workflow>             start (or resume) a run and work until it parks\n"
+    "  start <workflow>           create a run and return\n"
     "  resume <runId>             work on an existing run until it parks\n"
     "  worker                     work on every run until SIGINT/SIGTERM\n"
     "  status <runId>             show a run\n"
@@ -35,10 +35,15 @@ static const char USAGE[] =
     "                             external and async steps (spore step --help)\n"
     "  capabilities               what this host can serve\n"
     "  agent classify ...         classify a captured agent step exchange\n"
-    "  validate <workflow.json>   check a workflow without touching a database\n"
+    "  validate <workflow>        check a workflow without touching a database\n"
+    "  build <folder>             seal a workflow folder into one artifact file\n"
+    "  inspect <artifact>         show an artifact's manifest and package\n"
     "  graph <workflow> [--run <runId>]\n"
     "                             draw a workflow, coloured by a run's state (svg, png, dot)\n"
     "  trace <trace.json>...      replay golden kernel traces\n"
+    "\n"
+    "A <workflow> is a JSON package file, a workflow folder (workflow.dot and\n"
+    "settings.json, or the workflow.dot itself) or an artifact (docs/authoring.md).\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --db <path|postgres://...>  the store (default $SPORE_DB, else ./spore.db)\n"
@@ -60,6 +65,8 @@ static const command COMMANDS[] = {
     {"capabilities", cmd_capabilities},
     {"agent", cmd_agent}, /* agent steps (cmd_agent.c) */
     {"graph", cmd_graph}, /* a workflow and a run as a picture (cmd_graph.c) */
+    {"build", cmd_build},             /* workflow folders into artifacts (cmd_build.c) */
+    {"inspect", cmd_inspect_artifact}, /* an artifact's manifest and package (cmd_build.c) */
 };
 
 static int print_version(void)

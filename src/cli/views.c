@@ -120,6 +120,8 @@ void view_status_text(FILE *out, const sp_run_view *v, const json_t *step)
     fprintf(out, "%-12s %s\n", "start key", v->start_key ? v->start_key : "");
     fprintf(out, "%-12s %s\n", "status", v->status);
     fprintf(out, "%-12s %llu\n", "revision", (unsigned long long)v->revision);
+    if (v->artifact_digest)
+        fprintf(out, "%-12s %s\n", "artifact", v->artifact_digest);
     json_t *pos = snap ? json_object_get(snap, "position") : NULL;
     if (json_is_object(pos))
         fprintf(out, "%-12s %s (%s)\n", "position",

@@ -113,9 +113,9 @@ static int find(sp_engine *e, const char *start_key, sp_run_key *key, bool *foun
     return rc == SP_STORE_OK ? 0 : -1;
 }
 
-static int create(sp_engine *e, const sp_validated *v, const json_t *input,
-                  const json_t *explicit_input, sp_run_key *key, sp_start_result *out,
-                  sp_error *err)
+static int create(sp_engine *e, const sp_validated *v, const char *artifact_digest,
+                  const json_t *input, const json_t *explicit_input, sp_run_key *key,
+                  sp_start_result *out, sp_error *err)
 {
     json_t *started = json_pack("{s:O,s:s,s:s}", "input", input, "runId", key->run_id, "tenant",
                                 key->tenant);
@@ -126,7 +126,7 @@ static int create(sp_engine *e, const sp_validated *v, const json_t *input,
     if (!body)
         return started ? -1 : sp_oom(err);
     sp_create_run_req req = {*key, NULL, out->start_key, v->package_digest, v->package,
-                             v->package_len, NULL, {body, len, digest}};
+                             v->package_len, artifact_digest, {body, len, digest}};
     sp_create_run_res res;
     sp_store_rc rc = ledger_create_run(e, &req, &res, err);
     free(body);
@@ -168,6 +168,13 @@ int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflo
                        const json_t *input, const char *start_key, sp_start_result *out,
                        sp_error *err)
 {
+    return sp_engine_start_artifact(e, workflow, workflow_dir, NULL, input, start_key, out, err);
+}
+
+int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *workflow_dir,
+                             const char *artifact_digest, const json_t *input,
+                             const char *start_key, sp_start_result *out, sp_error *err)
+{
     memset(out, 0, sizeof *out);
     json_t *empty = json_object();
     if (!empty)
@@ -201,9 +208,10 @@ int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflo
         sp_seal_set_free(&blobs);
         goto fail;
     }
-    int rc = found ? reuse(e, &key, v.package_digest, explicit_input, out, err)
+    int rc = found                       ? reuse(e, &key, v.package_digest, explicit_input, out, err)
              : put_blobs(e, &blobs, err) ? -1
-                                         : create(e, &v, input, explicit_input, &key, out, err);
+                                         : create(e, &v, artifact_digest, input, explicit_input,
+                                                  &key, out, err);
     sp_seal_set_free(&blobs);
     sp_validated_free(&v);
     json_decref(empty);

@@ -190,6 +190,14 @@ int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflo
                        const json_t *input, const char *start_key, sp_start_result *out,
                        sp_error *err);
 
+/* The same for a run started from a built artifact (authoring.md §2): the
+ * run records `artifact_digest` ("sha256:<hex>" of the artifact file; NULL
+ * = none), which `status` shows. `workflow_dir` is where the artifact's
+ * sealed files were laid out. */
+int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *workflow_dir,
+                             const char *artifact_digest, const json_t *input,
+                             const char *start_key, sp_start_result *out, sp_error *err);
+
 /* Where an accepted signal goes. */
 typedef enum sp_signal_delivery {
     SP_SIGNAL_DELIVERED, /* the run waits for it at its await-signal node now */

@@ -54,6 +54,9 @@ allowed engine runners/runner.h
 allowed engine store/store.h
 allowed engine kernel/workflow.h
 allowed api engine/engine.h
+allowed authoring json/json.h
+allowed authoring digest/digest.h
+allowed authoring kernel/workflow.h
 
 # the floor sees nothing above it
 forbidden base json/json.h
@@ -81,6 +84,18 @@ forbidden engine store/logic.h
 forbidden engine kernel/internal.h
 forbidden engine agent/session.h
 forbidden engine cli/cli.h
+# workflow folders and artifacts: the floor and the kernel's face; the
+# engine validates and seals what they build, the CLI hands it over
+forbidden authoring engine/engine.h
+forbidden authoring engine/validate.h
+forbidden authoring store/store.h
+forbidden authoring runners/runner.h
+forbidden authoring kernel/internal.h
+forbidden authoring schema/schema.h
+forbidden authoring cli/cli.h
+forbidden kernel authoring/authoring.h
+forbidden engine authoring/authoring.h
+forbidden runners authoring/authoring.h
 # the API: the engine's face, not its insides
 forbidden api engine/internal.h
 forbidden api store/db.h
