@@ -390,13 +390,24 @@ done:
 
 static long g_calls;   /* calls in the current sequential run */
 static long g_done_at; /* answer "done" on this call; 0: always "ok" */
+static double *g_call_at; /* sequential runs: when each call came (ms), g_done_at of them */
 
 static int noop(void *user, const char *input, size_t len, sp_native_call *call)
 {
     (void)user, (void)input, (void)len;
     long c = __atomic_add_fetch(&g_calls, 1, __ATOMIC_SEQ_CST);
     long done_at = __atomic_load_n(&g_done_at, __ATOMIC_SEQ_CST);
+    if (g_call_at && c >= 1 && c <= done_at)
+        g_call_at[c - 1] = bench_now_ms();
     return sp_native_succeed(call, done_at > 0 && c >= done_at ? "done" : "ok", NULL, 0);
+}
+
+/* Step latencies of a sequential run: from one call to the next, each call
+ * coming once the previous step's result, decision and claim committed. */
+static void add_step_samples(bench_samples *s, size_t k)
+{
+    for (size_t i = 1; i < k; i++)
+        bench_sample_add(s, g_call_at[i] - g_call_at[i - 1]);
 }
 
 /* ---- workflows ---- */
@@ -458,7 +469,9 @@ static sp_native_registry *new_natives(void)
 {
     sp_error err = {0};
     sp_native_registry *r = sp_native_registry_new();
-    if (!r || sp_native_register(r, "noop", noop, NULL, &err))
+    /* inline, as a no-op would be registered (spore_register_native_inline):
+     * the peers run their steps in their own process too */
+    if (!r || sp_native_register_with(r, "noop", noop, NULL, SP_NATIVE_INLINE, &err))
         die("native", "cannot register noop");
     return r;
 }
@@ -519,12 +532,14 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
     place pl;
     if (!place_new(&pl, pg, chain == 1 ? "seq-1node" : "seq-chain"))
         return out;
-    engine_box b;
+    engine_box b = {0};
     bench_samples s = {0};
     double span = 0, cpu = 0;
     uint64_t commits = 0;
     size_t runs = 0;
-    bool ok = engine_open(&b, pl.location, natives, &g_abort, NULL, NULL);
+    double *call_at = calloc(SEQ_RUN_MAX, sizeof *call_at);
+    bool ok = call_at && engine_open(&b, pl.location, natives, &g_abort, NULL, NULL);
+    g_call_at = call_at;
     for (size_t done = 0; ok && done < steps;) {
         size_t k = steps - done < SEQ_RUN_MAX ? steps - done : SEQ_RUN_MAX;
         json_t *w = loop_workflow(chain, k);
@@ -539,7 +554,8 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
         json_decref(w);
         __atomic_store_n(&g_calls, 0, __ATOMIC_SEQ_CST);
         __atomic_store_n(&g_done_at, (long)k, __ATOMIC_SEQ_CST);
-        bench_revisions p = {.s = &s};
+        bench_samples every = {0}; /* revisions as progress saw them (every 100 ms): unused */
+        bench_revisions p = {.s = &every};
         sp_park park;
         double c0 = cpu_self_ms();
         uint64_t k0 = store_commits(b.store);
@@ -559,9 +575,11 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
             ok = false;
         } else {
             span += p.last_at - p.first_at;
+            add_step_samples(&s, k);
             done += k;
             runs++;
         }
+        free(every.v);
     }
     engine_close(&b);
     if (ok && span > 0) {
@@ -573,6 +591,8 @@ static seq_out run_seq(bool pg, size_t steps, size_t chain, sp_native_registry *
         out.commits = (double)commits / (double)steps;
     }
     (void)runs;
+    g_call_at = NULL;
+    free(call_at);
     place_drop(&pl);
     free(s.v);
     return out;

@@ -23,6 +23,14 @@ bool sp_strlist_add(sp_strlist *l, const char *s)
     return true;
 }
 
+bool sp_strlist_has(const sp_strlist *l, const char *s)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->items[i], s) == 0)
+            return true;
+    return false;
+}
+
 void sp_strlist_clear(sp_strlist *l)
 {
     for (size_t i = 0; i < l->n; i++)

@@ -18,6 +18,8 @@ typedef struct sp_strlist {
 
 /* Append a copy of s; false on out-of-memory. */
 bool sp_strlist_add(sp_strlist *l, const char *s);
+/* The list holds a string equal to s. */
+bool sp_strlist_has(const sp_strlist *l, const char *s);
 /* Free every string and the list's memory (the list is empty after). */
 void sp_strlist_clear(sp_strlist *l);
 

@@ -212,7 +212,8 @@ int cli_drive(session *s, const sp_run_key *key, json_t *extra)
     progress p = {isatty(STDOUT_FILENO) && !s->c->json, false};
     sp_park park;
     sp_error err = {0};
-    int rc = sp_engine_run_until_parked(s->engine, key, &park, show_progress, &p, &err);
+    int rc = sp_engine_run_until_parked(s->engine, key, &park, p.on ? show_progress : NULL, &p,
+                                        &err); /* no terminal: no progress, no reads for it */
     end_progress(&p);
     if (rc) {
         json_decref(extra);

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "base/failpoint.h"
-#include "base/random.h"
+#include "digest/digest.h"
 #include "engine/internal.h"
 #include "engine/ledger.h"
 #include "json/json.h"
@@ -142,6 +142,19 @@ static bool resolve_action(inflight *a, const sp_runner **runner, bool *host_fai
     return true;
 }
 
+/* W3C trace context of an attempt: the invocation's trace, and a span ID
+ * derived from the attempt ID - the same on every worker, and no
+ * randomness to ask the kernel for on the step path. */
+static void attempt_traceparent(const sp_attempt_ref *ref, char *out, size_t n)
+{
+    unsigned char raw[32];
+    sp_part part = {ref->attempt_id, strlen(ref->attempt_id)};
+    sp_hash_raw("span", &part, 1, raw);
+    char span[17];
+    sp_hex(raw, 8, span);
+    snprintf(out, n, "00-%.32s-%s-01", ref->invocation_id + 4, span);
+}
+
 static void execute(inflight *a, const sp_runner *runner)
 {
     json_t *input = sp_json_parse_canonical(a->claim.input, a->claim.input_len, NULL);
@@ -152,10 +165,8 @@ static void execute(inflight *a, const sp_runner *runner)
     }
     const sp_claim *c = &a->claim;
     sp_engine *e = a->engine;
-    char traceparent[64], span[17];
-    sp_random_hex(span, 8);
-    snprintf(traceparent, sizeof traceparent, "00-%.32s-%s-01", c->attempt.invocation_id + 4,
-             span);
+    char traceparent[64];
+    attempt_traceparent(&c->attempt, traceparent, sizeof traceparent);
     char token[SP_TOKEN_MAX + 1];
     sp_error err = {0};
     bool has_token = json_object_get(a->ea->action->raw, "async") &&

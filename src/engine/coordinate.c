@@ -243,6 +243,12 @@ static int coordinate_run(sp_engine *e, const sp_run_key *key, sp_tick_stats *st
  * coordinated here is no longer ready), so one batch stays bounded. */
 int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err)
 {
+    /* a run a settle of this batch turned has no pending event - unless a
+     * timer fired for it since, in this batch */
+    char name[2 * SP_STORE_ID_MAX + 2];
+    if (only && !stats->fired &&
+        sp_strlist_has(&e->settled_runs, engine_run_name(only, name, sizeof name)))
+        return 0;
     if (only)
         return coordinate_run(e, only, stats, err);
     sp_key_page page;

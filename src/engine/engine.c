@@ -79,6 +79,12 @@ bool engine_same_key(const sp_run_key *a, const sp_run_key *b)
     return strcmp(a->tenant, b->tenant) == 0 && strcmp(a->run_id, b->run_id) == 0;
 }
 
+const char *engine_run_name(const sp_run_key *key, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%s", key->tenant, key->run_id);
+    return out;
+}
+
 static int init_identity(sp_engine *e, sp_error *err)
 {
     const sp_engine_config *c = &e->cfg;

@@ -150,7 +150,9 @@ typedef enum sp_park {
     SP_PARK_TIMER,       /* waiting for a timer due beyond max_wait_ms (format 0.2) */
 } sp_park;
 
-/* Optional progress callback, called between ticks. */
+/* Optional progress callback, called between ticks: at most every 100 ms
+ * while the run has a step in flight here, and whenever the run is read
+ * back to see whether it parked. */
 typedef void (*sp_progress_fn)(void *ctx, const sp_run_view *run, uint64_t elapsed_ms);
 
 /* Tick until the run is terminal, waiting / needs-intervention with no

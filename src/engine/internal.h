@@ -184,6 +184,7 @@ struct sp_engine {
     bool batch_failed;       /* a store call in the open batch failed transiently */
     sp_strlist deferred;     /* failpoints fired when the open batch commits */
     sp_strlist cancels;      /* invocations the open batch cancels (activity.cancel) */
+    sp_strlist settled_runs; /* runs whose every pending event a settle of the open batch consumed */
 };
 
 /* engine.c */
@@ -416,6 +417,8 @@ bool engine_owner_dead(sp_engine *e, const sp_due_item *item);
 void engine_takeover_tidy(sp_engine *e);
 
 bool engine_same_key(const sp_run_key *a, const sp_run_key *b);
+/* "<tenant>/<runId>" into out (n >= 2 * SP_STORE_ID_MAX + 2); returns out. */
+const char *engine_run_name(const sp_run_key *key, char *out, size_t n);
 
 /* token.c: step tokens (engine.md §9). step.token-invalid on a bad token. */
 #define SP_TOKEN_MAX SP_STEP_TOKEN_MAX

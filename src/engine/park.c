@@ -119,15 +119,30 @@ static int interrupted(sp_engine *e, const sp_run_key *key, sp_park *park, sp_er
 
 typedef enum look_result { LOOK_ON, LOOK_PARKED, LOOK_ERROR } look_result;
 
+/* A progress callback sees the run at most this often while it runs (and
+ * once more when it parks): reading the run back after every step would
+ * cost a read transaction per step. */
+#define PROGRESS_EVERY_MS 100u
+
+/* Progress wants a look now; *at is when it last had one. */
+static bool progress_due(sp_progress_fn progress, uint64_t *at)
+{
+    uint64_t now = engine_mono_ms();
+    if (!progress || (*at && now - *at < PROGRESS_EVERY_MS))
+        return false;
+    *at = now;
+    return true;
+}
+
 /* Read the run back: parked (and nothing of it in flight here), or not yet;
  * a transient read failure marks the pass failed. */
 static look_result look(sp_engine *e, const sp_run_key *key, sp_park *park,
                         sp_progress_fn progress, void *progress_ctx, uint64_t started,
-                        sp_tick_stats *stats, sp_error *err)
+                        uint64_t *progress_at, sp_tick_stats *stats, sp_error *err)
 {
     /* A run with an attempt held here cannot have parked: no read needed
-     * (unless the progress callback wants to see the run). */
-    if (!progress && engine_run_in_flight(e, key))
+     * (unless the progress callback is due to see the run). */
+    if (engine_run_in_flight(e, key) && !progress_due(progress, progress_at))
         return LOOK_ON;
     sp_run_view view;
     bool found = false;
@@ -158,7 +173,7 @@ static look_result look(sp_engine *e, const sp_run_key *key, sp_park *park,
 int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *park,
                                sp_progress_fn progress, void *progress_ctx, sp_error *err)
 {
-    uint64_t started = engine_mono_ms(), left_ms = 0;
+    uint64_t started = engine_mono_ms(), left_ms = 0, progress_at = 0;
     unsigned failed_passes = 0;
     for (;;) {
         if (engine_interrupted(e))
@@ -168,7 +183,8 @@ int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *par
             return -1;
         if (!stats.store_unavailable)
             sp_error_clear(err);
-        look_result r = look(e, key, park, progress, progress_ctx, started, &stats, err);
+        look_result r =
+            look(e, key, park, progress, progress_ctx, started, &progress_at, &stats, err);
         if (r == LOOK_PARKED)
             sp_error_clear(err);
         if (r != LOOK_ON)

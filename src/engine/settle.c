@@ -124,10 +124,19 @@ static void settled(settle_ctx *c, sp_settle_res *res, sp_tick_stats *stats)
 {
     sp_engine *e = c->e;
     engine_failpoint_durable(e, "host.attempt.after-finish");
+    const sp_run_key *key = &c->a->claim.attempt.key;
     if (res->turned && c->decided)
-        engine_decided_committed(e, &c->a->claim.attempt.key, &c->dc, res->disposition, stats);
+        engine_decided_committed(e, key, &c->dc, res->disposition, stats);
     else if (res->turned)
         stats->duplicate++;
+    /* the run is locked by this batch until it commits, and nothing of it
+     * is pending: coordinating it again in this pass would read nothing
+     * (out of memory: it is read, as before) */
+    if (res->turned && res->disposition == SP_APPLIED) {
+        char name[2 * SP_STORE_ID_MAX + 2];
+        engine_run_name(key, name, sizeof name);
+        (void)sp_strlist_add(&e->settled_runs, name);
+    }
     take_claims(e, c->a, res, stats);
 }
 

@@ -54,6 +54,7 @@ static void batch_after(sp_engine *e, bool committed, sp_error *err)
     for (size_t i = 0; committed && i < e->cancels.n; i++)
         engine_attempts_cancel(e, e->cancels.items[i]);
     sp_strlist_clear(&e->cancels);
+    sp_strlist_clear(&e->settled_runs);
     engine_attempts_begin(e, committed, err); /* a claim the pool cannot take: its lease */
 }
 
@@ -61,6 +62,7 @@ void engine_tick_free(sp_engine *e)
 {
     sp_strlist_clear(&e->deferred);
     sp_strlist_clear(&e->cancels);
+    sp_strlist_clear(&e->settled_runs);
 }
 
 /* ---- one pass ---- */

@@ -697,5 +697,5 @@ sp_jail_host sp_host_jail(sp_host *h)
                           .import = sp_host_import,
                           .log = host_log,
                           .stopped = host_stopped,
-                          .stop_fd = h->ctx->stop ? h->ctx->stop->fd : -1};
+                          .stop_fd = h->ctx->stop ? sp_stop_fd(h->ctx->stop) : -1};
 }

@@ -218,7 +218,7 @@ bool sp_native_stop_requested(const sp_native_call *c)
     return c->ctx->stop && sp_stop_fired(c->ctx->stop);
 }
 
-int sp_native_stop_fd(const sp_native_call *c) { return c->ctx->stop ? c->ctx->stop->fd : -1; }
+int sp_native_stop_fd(const sp_native_call *c) { return c->ctx->stop ? sp_stop_fd(c->ctx->stop) : -1; }
 
 /* ---- the runner ---- */
 

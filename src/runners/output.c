@@ -13,32 +13,57 @@
 
 int sp_stop_init(sp_stop_signal *s, sp_error *err)
 {
+    (void)err;
     atomic_init(&s->fired, false);
-    s->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (s->fd < 0)
-        return sp_fail(err, "runtime", "cannot create an eventfd for the stop signal");
+    atomic_init(&s->fd, -1);
     return 0;
+}
+
+static void wake(int fd)
+{
+    uint64_t one = 1;
+    if (write(fd, &one, sizeof one) < 0) {
+        /* the flag is set; pollers fall back to it */
+    }
 }
 
 void sp_stop_fire(sp_stop_signal *s)
 {
     if (atomic_exchange(&s->fired, true))
         return;
-    if (s->fd >= 0) {
-        uint64_t one = 1;
-        if (write(s->fd, &one, sizeof one) < 0) {
-            /* the flag is set; pollers fall back to it */
-        }
-    }
+    int fd = atomic_load(&s->fd);
+    if (fd >= 0)
+        wake(fd);
 }
 
 bool sp_stop_fired(sp_stop_signal *s) { return atomic_load(&s->fired); }
 
+/* Fired and made may race: the flag is set before the descriptor is read
+ * there and the descriptor published before the flag is read here, so one
+ * of the two sides wakes it (both is harmless: a counter). */
+int sp_stop_fd(sp_stop_signal *s)
+{
+    int fd = atomic_load(&s->fd);
+    if (fd >= 0)
+        return fd;
+    int made = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (made < 0)
+        return -1;
+    int none = -1;
+    if (!atomic_compare_exchange_strong(&s->fd, &none, made)) {
+        close(made);
+        return none;
+    }
+    if (atomic_load(&s->fired))
+        wake(made);
+    return made;
+}
+
 void sp_stop_destroy(sp_stop_signal *s)
 {
-    if (s->fd >= 0)
-        close(s->fd);
-    s->fd = -1;
+    int fd = atomic_exchange(&s->fd, -1);
+    if (fd >= 0)
+        close(fd);
 }
 
 void sp_activity_output_free(sp_activity_output *o)

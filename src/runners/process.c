@@ -583,7 +583,7 @@ static int poll_timeout(const watch *w, uint64_t now)
         t = 1000; /* the group was SIGKILLed; re-kill while waiting for EOF */
     else if (w->has_deadline)
         t = w->deadline > now ? w->deadline - now : 0;
-    if (w->spec->stop && w->spec->stop->fd < 0 && t > 50)
+    if (w->spec->stop && sp_stop_fd(w->spec->stop) < 0 && t > 50)
         t = 50; /* no eventfd: poll the flag */
     return t == UINT64_MAX ? -1 : t > 1000000 ? 1000000 : (int)t;
 }
@@ -593,7 +593,7 @@ enum { P_IN, P_OUT, P_ERR, P_REP, P_STOP, P_COUNT };
 static void poll_once(watch *w, uint64_t now)
 {
     struct pollfd pf[P_COUNT];
-    int stop_fd = w->spec->stop ? w->spec->stop->fd : -1;
+    int stop_fd = w->spec->stop ? sp_stop_fd(w->spec->stop) : -1;
     bool want_stop = !w->killed && !w->have_status;
     pf[P_IN] = (struct pollfd){w->in_w, POLLOUT, 0};
     pf[P_OUT] = (struct pollfd){w->out_r, POLLIN, 0};

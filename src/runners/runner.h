@@ -49,16 +49,21 @@
 
 /* ---- the stop signal ---- */
 
-/* A one-shot stop signal: an atomic flag plus an eventfd that becomes
- * readable when fired, so a runner can poll() on it beside its pipes. */
+/* A one-shot stop signal: an atomic flag, plus - made the first time a
+ * runner asks for it - an eventfd that becomes readable when fired, so a
+ * runner can poll() on it beside its pipes. A step that never waits on it
+ * (a native function) costs no descriptor. */
 typedef struct sp_stop_signal {
     atomic_bool fired;
-    int fd; /* eventfd; -1 if it could not be created (then poll the flag) */
+    atomic_int fd; /* the eventfd once made; -1 before */
 } sp_stop_signal;
 
 int sp_stop_init(sp_stop_signal *s, sp_error *err);
 void sp_stop_fire(sp_stop_signal *s);
 bool sp_stop_fired(sp_stop_signal *s);
+/* The eventfd (made now if it was not); -1 if none can be made: then poll
+ * the flag. Any thread, any time before sp_stop_destroy. */
+int sp_stop_fd(sp_stop_signal *s);
 void sp_stop_destroy(sp_stop_signal *s);
 
 /* ---- what the engine gives component runners instead of the store ---- */

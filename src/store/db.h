@@ -53,6 +53,9 @@ static inline const sp_db_val *sp_db_cell(const sp_db_rows *r, size_t row, size_
 }
 
 void sp_db_rows_free(sp_db_rows *r);
+/* One row of `n` cells: a copy of `src`'s row `row` from column `col`
+ * (false when out of memory; *out is then empty). */
+bool sp_db_rows_copy(const sp_db_rows *src, size_t row, size_t col, size_t n, sp_db_rows *out);
 
 typedef struct sp_db_dialect {
     const char *for_update;  /* appended to a SELECT that must lock its rows */
@@ -96,6 +99,11 @@ typedef struct sp_db_driver {
     /* Authority time, sampled after the write lock is held: the injected
      * clock when one was given, else the database's (or system) clock. */
     uint64_t (*now_ms)(void *conn);
+    /* Optional (NULL, or NULL returned: use now_ms): an SQL expression of
+     * the authority time in ms that a mutation's first statement - the one
+     * that locks the run row - evaluates after its lock is held, saving a
+     * round trip (PostgreSQL's clock; not when a clock is injected). */
+    const char *(*now_sql)(void *conn);
     void (*close)(void *conn);
     /* Optional (NULL: the adapter has no wake-ups, the engine polls): call
      * fn(ctx) from a thread of the driver's own whenever any process has

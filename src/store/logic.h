@@ -205,9 +205,17 @@ typedef struct lg_mut {
     json_t *value;          /* set by `apply`: the typed result (owned) */
     bool natural_duplicate; /* `apply` found the identical request: no writes, no receipt */
     lg_claimer *claimer;    /* settle_attempt: invocations to claim as the decision makes them */
+    sp_db_rows known;       /* the receipt (and the prefetched attempt) read after the lock */
+    const sp_attempt_ref *prefetched; /* the attempt whose row `known` holds */
 } lg_mut;
 
-static inline bool lg_run_exists(const lg_mut *m) { return m->run.nrows == 1; }
+/* The run row was there when the request locked it. */
+bool lg_run_exists(const lg_mut *m);
+/* The row of `ref`'s attempt as the mutation runner fetched it with the
+ * receipt (LG_ATTEMPT_COLS order; no rows when there is none): false when
+ * it did not fetch that attempt (then read it). `rows` is the caller's to
+ * free. */
+bool lg_prefetched_attempt(const lg_mut *m, const sp_attempt_ref *ref, sp_db_rows *rows);
 /* A counter of the run row as this request left it so far (its delta). */
 uint64_t lg_run_u64(const lg_mut *m, int col);
 static inline const char *lg_run_text(const lg_mut *m, int col) { return lg_text(&m->run, 0, col); }
@@ -231,6 +239,8 @@ typedef struct lg_op {
     sp_store_rc (*apply)(lg_mut *m, const void *req, sp_error *err);
     /* Fill the typed result from a value (fresh or replayed). */
     sp_store_rc (*decode)(const json_t *value, void *res, sp_error *err);
+    /* Optional: the attempt the request is about, fetched with the lock. */
+    const sp_attempt_ref *(*attempt)(const void *req);
 } lg_op;
 
 /* One mutation, store.md §2. `body` (taken) is the JSON array that defines

@@ -33,6 +33,8 @@
 
 sp_store_rc lg_attempt_row(lg_mut *m, const sp_attempt_ref *ref, sp_db_rows *rows, sp_error *err)
 {
+    if (lg_prefetched_attempt(m, ref, rows))
+        return SP_STORE_OK;
     return LG_Q(m->s, rows, err,
                 "SELECT " LG_ATTEMPT_COLS " FROM attempts"
                 " WHERE tenant = ? AND run_id = ? AND attempt_id = ?",
@@ -270,7 +272,7 @@ static sp_store_rc claim_validate(const sp_claim_req *req, sp_error *err)
     return rc;
 }
 
-static const lg_op CLAIM_ATTEMPT = {"claim_attempt", "claim-attempt", claim_apply, lg_claim_decode};
+static const lg_op CLAIM_ATTEMPT = {"claim_attempt", "claim-attempt", claim_apply, lg_claim_decode, NULL};
 
 sp_store_rc sp_store_claim_attempt(sp_store *s, const sp_claim_req *req, sp_claim *res,
                                    sp_error *err)
@@ -315,7 +317,12 @@ static sp_store_rc heartbeat_apply(lg_mut *m, const void *r, sp_error *err)
     return rc ? rc : set_lease(m, &req->attempt, lease, err);
 }
 
-static const lg_op HEARTBEAT = {"heartbeat", "heartbeat", heartbeat_apply, lg_lease_decode};
+static const sp_attempt_ref *attempt_of_heartbeat(const void *req)
+{
+    return &((const sp_heartbeat_req *)req)->attempt;
+}
+
+static const lg_op HEARTBEAT = {"heartbeat", "heartbeat", heartbeat_apply, lg_lease_decode, attempt_of_heartbeat};
 
 sp_store_rc sp_store_heartbeat(sp_store *s, const sp_heartbeat_req *req, sp_heartbeat_res *res,
                                sp_error *err)
@@ -358,7 +365,12 @@ static sp_store_rc hold_apply(lg_mut *m, const void *r, sp_error *err)
     return rc ? rc : set_lease(m, &req->attempt, lease, err);
 }
 
-static const lg_op HOLD_ATTEMPT = {"hold_attempt", "hold-attempt", hold_apply, lg_lease_decode};
+static const sp_attempt_ref *attempt_of_hold_attempt(const void *req)
+{
+    return &((const sp_hold_req *)req)->attempt;
+}
+
+static const lg_op HOLD_ATTEMPT = {"hold_attempt", "hold-attempt", hold_apply, lg_lease_decode, attempt_of_hold_attempt};
 
 sp_store_rc sp_store_hold_attempt(sp_store *s, const sp_hold_req *req, sp_heartbeat_res *res,
                                   sp_error *err)

@@ -509,7 +509,7 @@ static sp_store_rc commit_body(const sp_commit_turn_req *req, json_t **body, sp_
                    req->status, commands, diagnostics);
 }
 
-static const lg_op COMMIT_TURN = {"commit_turn", "commit-turn", commit_apply, lg_committed_decode};
+static const lg_op COMMIT_TURN = {"commit_turn", "commit-turn", commit_apply, lg_committed_decode, NULL};
 
 sp_store_rc sp_store_commit_turn(sp_store *s, const sp_commit_turn_req *req,
                                  sp_commit_turn_res *res, sp_error *err)

@@ -173,8 +173,13 @@ static sp_store_rc finish_apply(lg_mut *m, const void *r, sp_error *err)
                        req->result.len, req->result.digest, err);
 }
 
+static const sp_attempt_ref *attempt_of_finish_attempt(const void *req)
+{
+    return &((const sp_finish_req *)req)->attempt;
+}
+
 static const lg_op FINISH_ATTEMPT = {"finish_attempt", "finish-attempt", finish_apply,
-                                     lg_result_decode};
+                                     lg_result_decode, attempt_of_finish_attempt};
 
 sp_store_rc sp_store_finish_attempt(sp_store *s, const sp_finish_req *req, sp_finish_res *res,
                                     sp_error *err)
@@ -254,8 +259,13 @@ static sp_store_rc expire_apply(lg_mut *m, const void *r, sp_error *err)
     return rc ? rc : write_expiry(m, req, err);
 }
 
+static const sp_attempt_ref *attempt_of_expire_attempt(const void *req)
+{
+    return &((const sp_expire_req *)req)->attempt;
+}
+
 static const lg_op EXPIRE_ATTEMPT = {"expire_attempt", "expire-attempt", expire_apply,
-                                     lg_result_decode};
+                                     lg_result_decode, attempt_of_expire_attempt};
 
 sp_store_rc sp_store_expire_attempt(sp_store *s, const sp_expire_req *req, sp_finish_res *res,
                                     sp_error *err)
@@ -300,7 +310,12 @@ static sp_store_rc late_apply(lg_mut *m, const void *r, sp_error *err)
     return rc;
 }
 
-static const lg_op LATE_EVIDENCE = {"record_late_evidence", NULL, late_apply, lg_audit_decode};
+static const sp_attempt_ref *attempt_of_late_evidence(const void *req)
+{
+    return &((const sp_late_evidence_req *)req)->attempt;
+}
+
+static const lg_op LATE_EVIDENCE = {"record_late_evidence", NULL, late_apply, lg_audit_decode, attempt_of_late_evidence};
 
 sp_store_rc sp_store_record_late_evidence(sp_store *s, const sp_late_evidence_req *req,
                                           sp_late_evidence_res *res, sp_error *err)

@@ -174,8 +174,13 @@ static sp_store_rc settle_apply(lg_mut *m, const void *r, sp_error *err)
     return rc;
 }
 
+static const sp_attempt_ref *attempt_of_settle_attempt(const void *req)
+{
+    return &((const sp_settle_req *)req)->attempt;
+}
+
 static const lg_op SETTLE_ATTEMPT = {"settle_attempt", "settle-attempt", settle_apply,
-                                     lg_settled_decode};
+                                     lg_settled_decode, attempt_of_settle_attempt};
 
 static sp_store_rc settle_validate(const sp_settle_req *req, sp_error *err)
 {

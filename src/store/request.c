@@ -31,7 +31,9 @@
  * and detailsDigest are digest::body of the bytes; holder and details are
  * carried as JSON strings (their text), not as nested values.
  *
- * The runner: begin(write) -> lock the run row (dialect.for_update) ->
+ * The runner: begin(write) -> lock the run row (dialect.for_update; with the
+ * database's now when the driver has one) -> one read of the receipt and of
+ * the attempt an attempt operation names ->
  * receipt first (same digest: the stored value, `duplicate`, nothing else
  * evaluated; other digest: conflict/request.digest-mismatch) -> now ->
  * op->apply (predicates in order, writes) -> the run row's changes in one
@@ -282,35 +284,93 @@ static sp_store_rc request_digest(const char *op, json_t *body, char *out, sp_er
     return SP_STORE_OK;
 }
 
+/* The first two statements of a mutation. The lock read: the run row
+ * locked (dialect.for_update) and - where the driver offers it - the
+ * database's "now", evaluated under the lock (a materialized CTE takes the
+ * lock before anything after it is evaluated). Then, in a statement of its
+ * own - on PostgreSQL a new snapshot, which sees what the lock waited for -
+ * the request's receipt and, for an operation on an attempt, the attempt's
+ * row: one row always, NULLs where there is none. */
+#define LOCK_NOW RUN_NCOLS
+#define KNOWN_RECEIPT_DIGEST 0
+#define KNOWN_RECEIPT_VALUE 1
+#define KNOWN_ATTEMPT 2
+
 static sp_store_rc lock_run(lg_mut *m, sp_error *err)
 {
-    char sql[512];
-    snprintf(sql, sizeof sql, "SELECT " LG_RUN_COLS " FROM runs WHERE tenant = ? AND run_id = ?%s",
-             m->s->driver->dialect.for_update);
+    const char *now_sql = m->s->driver->now_sql ? m->s->driver->now_sql(m->s->conn) : NULL;
+    char sql[1024];
+    if (now_sql)
+        snprintf(sql, sizeof sql,
+                 "WITH r AS MATERIALIZED (SELECT " LG_RUN_COLS
+                 " FROM runs WHERE tenant = ? AND run_id = ?%s) SELECT r.*, %s FROM r",
+                 m->s->driver->dialect.for_update, now_sql);
+    else
+        snprintf(sql, sizeof sql,
+                 "SELECT " LG_RUN_COLS ", NULL FROM runs WHERE tenant = ? AND run_id = ?%s",
+                 m->s->driver->dialect.for_update);
     return LG_Q(m->s, &m->run, err, sql, DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id));
+}
+
+static sp_store_rc read_known(lg_mut *m, const char *request_id, const sp_attempt_ref *attempt,
+                              sp_error *err)
+{
+    const char *t = m->key->tenant, *r = m->key->run_id;
+    if (!attempt)
+        return LG_Q(m->s, &m->known, err,
+                    "SELECT rc.request_digest, rc.value FROM (SELECT 1 AS one) d"
+                    " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ?"
+                    " AND rc.request_id = ?",
+                    DB_TEXT(t), DB_TEXT(r), DB_TEXT(request_id));
+    m->prefetched = attempt;
+    return LG_Q(m->s, &m->known, err,
+                "SELECT rc.request_digest, rc.value, a.invocation_id, a.attempt_number, a.owner,"
+                " a.fence, a.lease_until_ms, a.deadline_ms, a.status FROM (SELECT 1 AS one) d"
+                " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ? AND rc.request_id = ?"
+                " LEFT JOIN attempts a ON a.tenant = ? AND a.run_id = ? AND a.attempt_id = ?",
+                DB_TEXT(t), DB_TEXT(r), DB_TEXT(request_id), DB_TEXT(t), DB_TEXT(r),
+                DB_TEXT(attempt->attempt_id));
+}
+
+bool lg_run_exists(const lg_mut *m) { return m->run.nrows == 1; }
+
+bool lg_prefetched_attempt(const lg_mut *m, const sp_attempt_ref *ref, sp_db_rows *rows)
+{
+    *rows = (sp_db_rows){0};
+    if (!m->prefetched || m->known.nrows != 1 ||
+        strcmp(m->prefetched->attempt_id, ref->attempt_id) != 0 ||
+        strcmp(ref->key.tenant, m->key->tenant) != 0 || strcmp(ref->key.run_id, m->key->run_id) != 0)
+        return false;
+    if (sp_db_cell(&m->known, 0, KNOWN_ATTEMPT)->type == SP_DB_NULL)
+        return true; /* no such attempt: no rows */
+    return sp_db_rows_copy(&m->known, 0, KNOWN_ATTEMPT, 7, rows);
 }
 
 /* Receipt first: *stored = the stored value on a matching digest. */
 static sp_store_rc receipt_first(lg_mut *m, const char *request_id, const char *digest,
                                  json_t **stored, sp_error *err)
 {
-    sp_db_rows rows;
-    sp_store_rc rc = LG_Q(m->s, &rows, err,
-                          "SELECT request_digest, value FROM receipts"
-                          " WHERE tenant = ? AND run_id = ? AND request_id = ?",
-                          DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(request_id));
-    if (rc || rows.nrows == 0) {
-        sp_db_rows_free(&rows);
-        return rc;
-    }
-    if (strcmp(lg_text(&rows, 0, 0), digest) != 0)
-        rc = lg_fail(err, SP_STORE_CONFLICT, "request.digest-mismatch",
-                     "request %s was already used for a different request", request_id);
-    else if (!(*stored = json_loadb(lg_text(&rows, 0, 1), lg_len(&rows, 0, 1), 0, NULL)))
-        rc = lg_fail(err, SP_STORE_CORRUPT, "store.corrupt", "receipt %s does not decode",
-                     request_id);
-    sp_db_rows_free(&rows);
-    return rc;
+    const char *have = m->known.nrows == 1 ? lg_text(&m->known, 0, KNOWN_RECEIPT_DIGEST) : NULL;
+    if (!have)
+        return SP_STORE_OK;
+    if (strcmp(have, digest) != 0)
+        return lg_fail(err, SP_STORE_CONFLICT, "request.digest-mismatch",
+                       "request %s was already used for a different request", request_id);
+    const char *value = lg_text(&m->known, 0, KNOWN_RECEIPT_VALUE);
+    size_t len = lg_len(&m->known, 0, KNOWN_RECEIPT_VALUE);
+    if (!value || !(*stored = json_loadb(value, len, 0, NULL)))
+        return lg_fail(err, SP_STORE_CORRUPT, "store.corrupt", "receipt %s does not decode",
+                       request_id);
+    return SP_STORE_OK;
+}
+
+/* Authority time: the lock read's, or the driver's - both after the lock. */
+static uint64_t locked_now(lg_mut *m)
+{
+    const sp_db_val *now = lg_run_exists(m) ? sp_db_cell(&m->run, 0, LOCK_NOW) : NULL;
+    if (!now || now->type != SP_DB_INT)
+        return lg_now(m->s);
+    return now->i < 0 ? 0 : (uint64_t)now->i;
 }
 
 static sp_store_rc insert_receipt(lg_mut *m, const lg_op *op, const char *request_id,
@@ -365,10 +425,12 @@ static sp_store_rc run_locked(lg_mut *m, const lg_op *op, const char *request_id
 {
     sp_store_rc rc = lock_run(m, err);
     if (rc == SP_STORE_OK)
+        rc = read_known(m, request_id, op->attempt ? op->attempt(req) : NULL, err);
+    if (rc == SP_STORE_OK)
         rc = receipt_first(m, request_id, digest, stored, err);
     if (rc || *stored)
         return rc;
-    m->now = lg_now(m->s);
+    m->now = locked_now(m);
     rc = op->apply(m, req, err);
     if (rc == SP_STORE_OK && !m->value)
         rc = lg_encode_fail(err, true, "result value");
@@ -393,6 +455,7 @@ sp_store_rc lg_mutate(sp_store *s, const lg_op *op, const sp_run_key *key, const
     else
         rc = finish_applied(&m, op, request_id, digest, err);
     sp_db_rows_free(&m.run);
+    sp_db_rows_free(&m.known);
     const json_t *value = stored ? stored : m.value;
     if (rc == SP_STORE_OK)
         rc = op->decode(value, res, err);

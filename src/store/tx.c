@@ -60,6 +60,32 @@ void sp_db_rows_free(sp_db_rows *r)
     r->nrows = r->ncols = 0;
 }
 
+bool sp_db_rows_copy(const sp_db_rows *src, size_t row, size_t col, size_t n, sp_db_rows *out)
+{
+    *out = (sp_db_rows){0};
+    if (!(out->cells = calloc(n ? n : 1, sizeof *out->cells)))
+        return false;
+    out->nrows = 1, out->ncols = n;
+    for (size_t i = 0; i < n; i++) {
+        const sp_db_val *v = sp_db_cell(src, row, col + i);
+        out->cells[i] = *v;
+        char *copy = v->s ? malloc(v->len + 1) : NULL;
+        if (copy) {
+            memcpy(copy, v->s, v->len);
+            copy[v->len] = '\0';
+            out->cells[i].s = copy;
+        }
+        if (v->s && !copy) {
+            for (size_t j = 0; j < i; j++)
+                free((char *)out->cells[j].s);
+            free(out->cells);
+            *out = (sp_db_rows){0};
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Inside a batch this thread holds, a request's write transaction is a
  * savepoint of the batch's transaction, which the first write begins; a
  * read before that runs on its own, a read after it in the batch's. */

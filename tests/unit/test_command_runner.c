@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -311,10 +312,35 @@ static void *fire_later(void *arg)
     return NULL;
 }
 
+/* The eventfd is made on first use: made after the signal fired, it is
+ * readable at once; made before, it becomes readable when fired. */
+static void test_stop_fd(void)
+{
+    sp_stop_signal late, early;
+    CHECK_INT(sp_stop_init(&late, NULL), 0);
+    CHECK_INT(sp_stop_init(&early, NULL), 0);
+    int fd_early = sp_stop_fd(&early);
+    CHECK(fd_early >= 0 && sp_stop_fd(&early) == fd_early);
+    struct pollfd pf = {fd_early, POLLIN, 0};
+    CHECK_INT(poll(&pf, 1, 0), 0);
+    sp_stop_fire(&early);
+    sp_stop_fire(&late);
+    CHECK_INT(poll(&pf, 1, 0), 1);
+    pf.fd = sp_stop_fd(&late);
+    CHECK(pf.fd >= 0);
+    CHECK_INT(poll(&pf, 1, 0), 1);
+    CHECK(sp_stop_fired(&late) && sp_stop_fired(&early));
+    sp_stop_destroy(&late);
+    sp_stop_destroy(&early);
+}
+
 static void test_stop(void)
 {
     sp_stop_signal stop;
     CHECK_INT(sp_stop_init(&stop, NULL), 0);
+    /* the signal's eventfd is made on first use and lives until
+     * sp_stop_destroy: made here, so the run's descriptor count is even */
+    CHECK(sp_stop_fd(&stop) >= 0);
     sp_runner_ctx ctx = make_ctx(&stop);
     stopper s = {&stop, 200};
     pthread_t t;
@@ -681,6 +707,7 @@ int main(int argc, char **argv)
     test_invalid();
     test_spawn();
     test_timeout_kills_group();
+    test_stop_fd();
     test_stop();
     test_signaled();
     test_exit_outcomes();

@@ -427,10 +427,11 @@ static bool pending_result(pg_conn *c, int64_t expect, sp_store_rc *rcp, sp_erro
     return true;
 }
 
-static sp_store_rc flush(pg_conn *c, sp_error *err)
+/* Sync the pipeline: the pending writes' answers in order, then - when
+ * `last` - the answer of the statement sent after them (*last: the
+ * caller's to clear; NULL when there is none). One round trip. */
+static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, sp_error *err)
 {
-    if (c->npending == 0)
-        return SP_STORE_OK;
     atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
     sp_store_rc rc = SP_STORE_OK;
     if (PQpipelineSync(c->db) != 1)
@@ -438,6 +439,14 @@ static sp_store_rc flush(pg_conn *c, sp_error *err)
     bool answered = rc == SP_STORE_OK;
     for (size_t i = 0; i < c->npending && answered; i++)
         answered = pending_result(c, c->pending[i], &rc, err);
+    c->writes_answered = answered && rc == SP_STORE_OK;
+    if (last && answered) {
+        *last = PQgetResult(c->db);
+        if (*last)
+            PQclear(PQgetResult(c->db)); /* the NULL that ends its results */
+        else
+            answered = false, rc = rc ? rc : sp_pg_fail(c, NULL, "pipeline", err);
+    }
     PGresult *res;
     while (answered && (res = PQgetResult(c->db)) != NULL) {
         bool synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
@@ -449,6 +458,11 @@ static sp_store_rc flush(pg_conn *c, sp_error *err)
     if (PQexitPipelineMode(c->db) != 1 && rc == SP_STORE_OK)
         rc = sp_pg_fail(c, NULL, "pipeline", err);
     return rc;
+}
+
+static sp_store_rc flush(pg_conn *c, sp_error *err)
+{
+    return c->npending == 0 ? SP_STORE_OK : sync_pipeline(c, NULL, err);
 }
 
 /* After `rc` (a flush's answer): the statement prepared and its parameters
@@ -481,6 +495,33 @@ static sp_store_rc pg_write(void *conn, const char *sql, const sp_db_val *params
     return rc;
 }
 
+/* A statement that must be answered: after pending writes, it joins their
+ * pipeline and one sync answers them all (a write's failure first);
+ * otherwise it is sent and waited for on its own. */
+static sp_store_rc execute(pg_conn *c, const pg_stmt *st, const bound *b, size_t n,
+                           PGresult **res, sp_error *err)
+{
+    *res = NULL;
+    if (c->npending == 0) {
+        atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
+        *res = PQexecPrepared(c->db, st->name, (int)n, b->values, b->lengths, b->formats, 1);
+        return SP_STORE_OK;
+    }
+    if (PQsendQueryPrepared(c->db, st->name, (int)n, b->values, b->lengths, b->formats, 1) != 1) {
+        sp_store_rc failed = sp_pg_fail(c, NULL, "query", err);
+        sp_error ignored = {0};
+        flush(c, &ignored);
+        sp_error_clear(&ignored);
+        return failed;
+    }
+    sp_store_rc rc = sync_pipeline(c, res, err);
+    if (rc) {
+        PQclear(*res);
+        *res = NULL;
+    }
+    return rc;
+}
+
 static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params, size_t n,
                             sp_db_rows *out, int64_t *changes, sp_error *err)
 {
@@ -489,12 +530,18 @@ static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params
         *out = (sp_db_rows){0};
     pg_stmt *st = NULL;
     bound b = {0};
-    sp_store_rc rc = ready(c, flush(c, err), sql, params, n, &st, &b, err);
+    sp_store_rc rc = ready(c, SP_STORE_OK, sql, params, n, &st, &b, err);
+    if (rc) {
+        sp_error ignored = {0}; /* what is pending is rolled back with the rest */
+        flush(c, &ignored);
+        sp_error_clear(&ignored);
+        return rc;
+    }
+    PGresult *res;
+    rc = execute(c, st, &b, n, &res, err);
+    bound_free(&b);
     if (rc)
         return rc;
-    atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
-    PGresult *res = PQexecPrepared(c->db, st->name, (int)n, b.values, b.lengths, b.formats, 1);
-    bound_free(&b);
     ExecStatusType status = PQresultStatus(res);
     if (status == PGRES_TUPLES_OK && out)
         rc = read_rows(res, out, err);
@@ -605,18 +652,49 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
     return rc;
 }
 
+/* COMMIT's answer: after pending writes it joins their pipeline (one sync
+ * answers all; a write that failed is the answer and nothing commits). */
+static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
+{
+    *res = NULL;
+    if (c->npending == 0) {
+        atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
+        *res = PQexec(c->db, "COMMIT");
+        return SP_STORE_OK;
+    }
+    if (PQsendQueryParams(c->db, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) != 1) {
+        sp_store_rc failed = sp_pg_fail(c, NULL, "commit", err);
+        sp_error ignored = {0};
+        flush(c, &ignored);
+        sp_error_clear(&ignored);
+        return failed;
+    }
+    sp_store_rc rc = sync_pipeline(c, res, err);
+    if (rc && c->writes_answered) {
+        /* every write was answered and the COMMIT was not: it may have committed */
+        char message[SP_MESSAGE_MAX];
+        snprintf(message, sizeof message, "%s", err->message);
+        sp_fail(err, "store.unknown-commit", "%s (the commit's outcome is unknown)", message);
+        rc = SP_STORE_UNKNOWN_COMMIT;
+    }
+    if (rc) {
+        PQclear(*res);
+        *res = NULL;
+    }
+    return rc;
+}
+
 static sp_store_rc pg_commit(void *conn, sp_error *err)
 {
     pg_conn *c = conn;
-    sp_store_rc failed = flush(c, err); /* a deferred write that failed: nothing commits */
+    PGresult *res;
+    sp_store_rc failed = send_commit(c, &res, err); /* a deferred write that failed: nothing commits */
     if (failed) {
-        if (PQstatus(c->db) == CONNECTION_OK)
+        if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
             exec_ok(c, "ROLLBACK", NULL);
         pthread_mutex_unlock(&c->mu);
         return failed;
     }
-    atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
-    PGresult *res = PQexec(c->db, "COMMIT");
     sp_store_rc rc = SP_STORE_OK;
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -668,6 +746,12 @@ static uint64_t pg_now(void *conn)
     return now;
 }
 
+static const char *pg_now_sql(void *conn)
+{
+    pg_conn *c = conn;
+    return c->has_clock ? NULL : "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+}
+
 static void release_statement(void *stmt)
 {
     free(stmt);
@@ -702,6 +786,7 @@ static const sp_db_driver PG_DRIVER = {
     .rollback = pg_rollback,
     .query = pg_query,
     .now_ms = pg_now,
+    .now_sql = pg_now_sql,
     .close = pg_close,
     .listen = sp_pg_listen,
     .round_trips = pg_round_trips,

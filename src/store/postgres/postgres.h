@@ -39,6 +39,7 @@ typedef struct pg_conn {
     atomic_ullong round_trips; /* requests sent to the server and waited for */
     /* writes sent in pipeline mode, not yet answered (driver.c: flush) */
     int64_t pending[64];   /* each one's expected row count, -1: any */
+    bool writes_answered;  /* the last sync answered every pending write, all applied */
     size_t npending;
 } pg_conn;
 
