@@ -91,7 +91,47 @@ static sp_store_rc check_snapshot(const sp_commit_turn_req *req, sp_error *err)
     return SP_STORE_OK;
 }
 
-static sp_store_rc check_command_ids(lg_mut *m, const sp_commit_turn_req *req, sp_error *err)
+/* A decision's command as the commit reads it: its payload parsed once
+ * (NULL: not canonical JSON, refused when its turn comes) and the
+ * invocation it names, when it names one. */
+typedef struct command_in {
+    json_t *payload;
+    const char *target;
+} command_in;
+
+/* What the run holds of the invocation a command names, read with the
+ * command's ID check: one statement for both. */
+typedef struct known_invocation {
+    bool found;
+    char status[16];
+    uint64_t attempt_number;
+} known_invocation;
+
+static sp_store_rc lookup_command(lg_mut *m, const char *command_id, const char *target,
+                                  bool *taken, known_invocation *inv, sp_error *err)
+{
+    sp_db_rows rows;
+    const char *t = m->key->tenant, *r = m->key->run_id;
+    sp_store_rc rc = LG_Q(m->s, &rows, err,
+                          "SELECT (SELECT 1 FROM commands WHERE tenant = ? AND run_id = ?"
+                          " AND command_id = ?), i.status, i.attempt_number"
+                          " FROM (SELECT 1 AS one) d LEFT JOIN invocations i"
+                          " ON i.tenant = ? AND i.run_id = ? AND i.invocation_id = ?",
+                          DB_TEXT(t), DB_TEXT(r), DB_TEXT(command_id), DB_TEXT(t), DB_TEXT(r),
+                          DB_TEXT(target ? target : ""));
+    if (rc == SP_STORE_OK && rows.nrows == 1) {
+        *taken = sp_db_cell(&rows, 0, 0)->type != SP_DB_NULL;
+        inv->found = lg_text(&rows, 0, 1) != NULL;
+        lg_copy(inv->status, sizeof inv->status, &rows, 0, 1);
+        inv->attempt_number = lg_u64(&rows, 0, 2);
+    }
+    sp_db_rows_free(&rows);
+    return rc;
+}
+
+static sp_store_rc check_command_ids(lg_mut *m, const sp_commit_turn_req *req,
+                                     const command_in *in, known_invocation *known,
+                                     sp_error *err)
 {
     sp_store_rc rc = SP_STORE_OK;
     for (size_t i = 0; i < req->ncommands && rc == SP_STORE_OK; i++) {
@@ -100,14 +140,11 @@ static sp_store_rc check_command_ids(lg_mut *m, const sp_commit_turn_req *req, s
             if (strcmp(req->commands[j].command_id, id) == 0)
                 return lg_fail(err, SP_STORE_CONFLICT, "command.id-conflict",
                                "command %s is repeated", id);
-        sp_db_rows rows;
-        rc = LG_Q(m->s, &rows, err,
-                  "SELECT 1 FROM commands WHERE tenant = ? AND run_id = ? AND command_id = ?",
-                  DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_TEXT(id));
-        if (rc == SP_STORE_OK && rows.nrows)
+        bool taken = false;
+        rc = lookup_command(m, id, in[i].target, &taken, &known[i], err);
+        if (rc == SP_STORE_OK && taken)
             rc = lg_fail(err, SP_STORE_CONFLICT, "command.id-conflict",
                          "command %s already exists in the run", id);
-        sp_db_rows_free(&rows);
     }
     return rc;
 }
@@ -149,13 +186,18 @@ static bool decode_args(const json_t *p, bool schedule, command_args *a)
            a->input && a->not_before_ms <= SP_U63_MAX;
 }
 
-static sp_store_rc invocation_row(lg_mut *m, const char *invocation_id, sp_db_rows *rows,
-                                  sp_error *err)
+/* The invocation a command names, as it stands now: what the ID check read,
+ * unless an earlier command of the same decision touched the invocation
+ * since (then it is read again). */
+static sp_store_rc invocation_now(lg_mut *m, const char *invocation_id, const known_invocation *k,
+                                  known_invocation *out, sp_error *err)
 {
-    return LG_Q(m->s, rows, err,
-                "SELECT status, attempt_number FROM invocations"
-                " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
-                DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(invocation_id));
+    if (k) {
+        *out = *k;
+        return SP_STORE_OK;
+    }
+    bool taken;
+    return lookup_command(m, "", invocation_id, &taken, out, err);
 }
 
 /* The invocation an activity.schedule authorizes: pending, or running with
@@ -187,27 +229,27 @@ static sp_store_rc insert_invocation(lg_mut *m, const command_args *a, sp_error 
     return rc;
 }
 
-static sp_store_rc apply_schedule(lg_mut *m, const command_args *a, sp_error *err)
+static sp_store_rc apply_schedule(lg_mut *m, const command_args *a, const known_invocation *k,
+                                  sp_error *err)
 {
-    sp_db_rows rows;
-    sp_store_rc rc = invocation_row(m, a->invocation_id, &rows, err);
-    if (rc == SP_STORE_OK && rows.nrows)
+    known_invocation inv;
+    sp_store_rc rc = invocation_now(m, a->invocation_id, k, &inv, err);
+    if (rc == SP_STORE_OK && inv.found)
         rc = lg_fail(err, SP_STORE_CONFLICT, "invocation.exists", "invocation %s already exists",
                      a->invocation_id);
-    sp_db_rows_free(&rows);
     return rc ? rc : insert_invocation(m, a, err);
 }
 
-static sp_store_rc apply_retry(lg_mut *m, const command_args *a, sp_error *err)
+static sp_store_rc apply_retry(lg_mut *m, const command_args *a, const known_invocation *k,
+                               sp_error *err)
 {
-    sp_db_rows rows;
-    sp_store_rc rc = invocation_row(m, a->invocation_id, &rows, err);
-    if (rc == SP_STORE_OK && (rows.nrows == 0 || strcmp(lg_text(&rows, 0, 0), "settled") != 0 ||
-                              (json_int_t)lg_u64(&rows, 0, 1) + 1 != a->attempt))
+    known_invocation inv;
+    sp_store_rc rc = invocation_now(m, a->invocation_id, k, &inv, err);
+    if (rc == SP_STORE_OK && (!inv.found || strcmp(inv.status, "settled") != 0 ||
+                              (json_int_t)inv.attempt_number + 1 != a->attempt))
         rc = lg_fail(err, SP_STORE_CONFLICT, "invocation.retry-invalid",
                      "invocation %s cannot be retried as attempt %lld", a->invocation_id,
                      (long long)a->attempt);
-    sp_db_rows_free(&rows);
     if (rc == SP_STORE_OK)
         rc = LG_W1(m->s, err,
                    "UPDATE invocations SET status = 'pending', attempt_number = ?,"
@@ -220,23 +262,25 @@ static sp_store_rc apply_retry(lg_mut *m, const command_args *a, sp_error *err)
 }
 
 static sp_store_rc decode_and_apply(lg_mut *m, const json_t *payload, bool schedule,
-                                    sp_error *err)
+                                    const known_invocation *k, sp_error *err)
 {
     command_args a = {0};
     if (!decode_args(payload, schedule, &a))
         return lg_fail(err, SP_STORE_CONFLICT, "command.invalid", "invalid activity.%s payload",
                        schedule ? "schedule" : "retry");
-    return schedule ? apply_schedule(m, &a, err) : apply_retry(m, &a, err);
+    return schedule ? apply_schedule(m, &a, k, err) : apply_retry(m, &a, k, err);
 }
 
-static sp_store_rc schedule_command(lg_mut *m, const json_t *payload, sp_error *err)
+static sp_store_rc schedule_command(lg_mut *m, const json_t *payload, const known_invocation *k,
+                                    sp_error *err)
 {
-    return decode_and_apply(m, payload, true, err);
+    return decode_and_apply(m, payload, true, k, err);
 }
 
-static sp_store_rc retry_command(lg_mut *m, const json_t *payload, sp_error *err)
+static sp_store_rc retry_command(lg_mut *m, const json_t *payload, const known_invocation *k,
+                                 sp_error *err)
 {
-    return decode_and_apply(m, payload, false, err);
+    return decode_and_apply(m, payload, false, k, err);
 }
 
 /* activity.cancel {invocationId} (format 0.2): the invocation is settled, so
@@ -244,17 +288,17 @@ static sp_store_rc retry_command(lg_mut *m, const json_t *payload, sp_error *err
  * now: its owner learns it at its next heartbeat and stops it, and its
  * result, should one come, is late evidence. Cancelling a settled
  * invocation changes nothing. */
-static sp_store_rc cancel_command(lg_mut *m, const json_t *payload, sp_error *err)
+static sp_store_rc cancel_command(lg_mut *m, const json_t *payload, const known_invocation *k,
+                                  sp_error *err)
 {
     const char *invocation_id = str_member(payload, "invocationId", SP_ID_LEN);
     if (!json_is_object(payload) || json_object_size(payload) != 1 || !invocation_id)
         return lg_fail(err, SP_STORE_CONFLICT, "command.invalid", "invalid activity.cancel payload");
-    sp_db_rows rows;
-    sp_store_rc rc = invocation_row(m, invocation_id, &rows, err);
-    if (rc == SP_STORE_OK && rows.nrows == 0)
+    known_invocation inv;
+    sp_store_rc rc = invocation_now(m, invocation_id, k, &inv, err);
+    if (rc == SP_STORE_OK && !inv.found)
         rc = lg_fail(err, SP_STORE_CONFLICT, "invocation.cancel-invalid",
                      "invocation %s does not exist", invocation_id);
-    sp_db_rows_free(&rows);
     if (rc == SP_STORE_OK)
         rc = LG_Q(m->s, NULL, err,
                   "UPDATE invocations SET status = 'settled'"
@@ -269,34 +313,64 @@ static sp_store_rc cancel_command(lg_mut *m, const json_t *payload, sp_error *er
     return rc;
 }
 
-/* Every command kind a decision may carry, with what committing it writes. */
+static sp_store_rc timer_start(lg_mut *m, const json_t *payload, const known_invocation *k,
+                               sp_error *err)
+{
+    (void)k;
+    return lg_timer_start(m, payload, err);
+}
+
+static sp_store_rc timer_cancel(lg_mut *m, const json_t *payload, const known_invocation *k,
+                                sp_error *err)
+{
+    (void)k;
+    return lg_timer_cancel(m, payload, err);
+}
+
+/* Every command kind a decision may carry, with what committing it writes;
+ * `names` says the payload's invocationId is the invocation it acts on. */
 static const struct command_kind {
     const char *kind;
-    sp_store_rc (*apply)(lg_mut *m, const json_t *payload, sp_error *err);
+    bool names;
+    sp_store_rc (*apply)(lg_mut *m, const json_t *payload, const known_invocation *k,
+                         sp_error *err);
 } COMMAND_KINDS[] = {
-    {"activity.schedule", schedule_command}, {"activity.retry", retry_command},
-    {"activity.cancel", cancel_command},     {"timer.start", lg_timer_start},
-    {"timer.cancel", lg_timer_cancel},
+    {"activity.schedule", true, schedule_command}, {"activity.retry", true, retry_command},
+    {"activity.cancel", true, cancel_command},     {"timer.start", false, timer_start},
+    {"timer.cancel", false, timer_cancel},
 };
 
-static sp_store_rc apply_command(lg_mut *m, const sp_command_rec *c, sp_error *err)
+static const struct command_kind *kind_of(const char *kind)
 {
-    const struct command_kind *k = NULL;
-    for (size_t i = 0; i < sizeof COMMAND_KINDS / sizeof COMMAND_KINDS[0] && !k; i++)
-        if (strcmp(c->kind, COMMAND_KINDS[i].kind) == 0)
-            k = &COMMAND_KINDS[i];
-    if (!k)
+    for (size_t i = 0; i < sizeof COMMAND_KINDS / sizeof COMMAND_KINDS[0]; i++)
+        if (strcmp(kind, COMMAND_KINDS[i].kind) == 0)
+            return &COMMAND_KINDS[i];
+    return NULL;
+}
+
+/* Parse a command's payload once (NULL when it is not canonical JSON). */
+static command_in read_command(const sp_command_rec *c)
+{
+    sp_error perr = {0};
+    command_in in = {sp_json_parse_canonical(c->payload, c->payload_len, &perr), NULL};
+    sp_error_clear(&perr);
+    const struct command_kind *k = kind_of(c->kind);
+    if (in.payload && k && k->names)
+        in.target = str_member(in.payload, "invocationId", SP_ID_LEN);
+    return in;
+}
+
+static sp_store_rc apply_command(lg_mut *m, const sp_command_rec *c, const command_in *in,
+                                 const known_invocation *k, sp_error *err)
+{
+    const struct command_kind *kind = kind_of(c->kind);
+    if (!kind)
         return lg_fail(err, SP_STORE_INCOMPATIBLE, "command.unknown-kind",
                        "unknown command kind %s", c->kind);
-    sp_error perr = {0};
-    json_t *payload = sp_json_parse_canonical(c->payload, c->payload_len, &perr);
-    sp_error_clear(&perr);
-    sp_store_rc rc = payload ? k->apply(m, payload, err)
-                             : lg_fail(err, SP_STORE_CONFLICT, "command.invalid",
-                                       "command %s has a payload that is not canonical JSON",
-                                       c->command_id);
-    json_decref(payload);
-    return rc;
+    if (!in->payload)
+        return lg_fail(err, SP_STORE_CONFLICT, "command.invalid",
+                       "command %s has a payload that is not canonical JSON", c->command_id);
+    return kind->apply(m, in->payload, k, err);
 }
 
 static sp_store_rc insert_command(lg_mut *m, const sp_command_rec *c, size_t ordinal,
@@ -384,20 +458,51 @@ static sp_store_rc write_transition(lg_mut *m, const sp_commit_turn_req *req, ui
     return rc;
 }
 
-sp_store_rc lg_commit_decision(lg_mut *m, const sp_commit_turn_req *req, bool event_consumed,
-                               sp_error *err)
+/* What the ID check read of command i's invocation: stale once an earlier
+ * command of the decision acted on the same invocation (NULL: read it). */
+static const known_invocation *still_known(const command_in *in, const known_invocation *known,
+                                           size_t i)
+{
+    for (size_t j = 0; in[i].target && j < i; j++)
+        if (in[j].target && strcmp(in[j].target, in[i].target) == 0)
+            return NULL;
+    return &known[i];
+}
+
+static sp_store_rc commit_commands(lg_mut *m, const sp_commit_turn_req *req, bool event_consumed,
+                                   command_in *in, known_invocation *known, sp_error *err)
 {
     uint64_t revision = req->expected_revision + 1;
-    sp_store_rc rc = check_snapshot(req, err);
-    if (rc == SP_STORE_OK)
-        rc = check_command_ids(m, req, err);
+    sp_store_rc rc = check_command_ids(m, req, in, known, err);
     if (rc == SP_STORE_OK)
         rc = write_transition(m, req, revision, event_consumed, err);
     for (size_t i = 0; i < req->ncommands && rc == SP_STORE_OK; i++) {
-        rc = apply_command(m, &req->commands[i], err);
+        rc = apply_command(m, &req->commands[i], &in[i], still_known(in, known, i), err);
         if (rc == SP_STORE_OK)
             rc = insert_command(m, &req->commands[i], i + 1, revision, err);
     }
+    return rc;
+}
+
+sp_store_rc lg_commit_decision(lg_mut *m, const sp_commit_turn_req *req, bool event_consumed,
+                               sp_error *err)
+{
+    sp_store_rc rc = check_snapshot(req, err);
+    if (rc)
+        return rc;
+    size_t n = req->ncommands;
+    command_in *in = calloc(n + 1, sizeof *in);
+    known_invocation *known = calloc(n + 1, sizeof *known);
+    if (!in || !known)
+        rc = lg_encode_fail(err, true, "commands");
+    for (size_t i = 0; i < n && rc == SP_STORE_OK; i++)
+        in[i] = read_command(&req->commands[i]);
+    if (rc == SP_STORE_OK)
+        rc = commit_commands(m, req, event_consumed, in, known, err);
+    for (size_t i = 0; in && i < n; i++)
+        json_decref(in[i].payload);
+    free(in);
+    free(known);
     return rc;
 }
 
