@@ -34,13 +34,18 @@
 #include "store/store.h"
 
 #define STEPS 100
-#define STATEMENTS_PER_STEP 40 /* measured 2026-12-01: see docs/step-path.md */
-/* PostgreSQL: every request sent and waited for (reads, the clock read
- * after each request's lock, BEGIN, COMMIT, and one sync of each request's
- * pipelined trailing writes and its RELEASE, first prepares); measured
- * 2026-12-02: 40.8 per step before the pipelined writes, 29.9 with them.
- * Issue 12's goal is about one. */
-#define ROUND_TRIPS_PER_STEP 33
+/* A sequential step is one settle_attempt (result, decision, next claim):
+ * 17.3 statements measured 2026-12-02 (36.2 before settle_attempt); see
+ * docs/step-path.md for the list. */
+#define STATEMENTS_PER_STEP 20
+/* PostgreSQL: every request sent and waited for (BEGIN, the lock read with
+ * the database's clock, the receipt and attempt read, a command's ID check
+ * with its invocation, RELEASE, the outbox read, COMMIT - reads and COMMIT
+ * joining the pipelined writes before them - and first prepares); measured
+ * 2026-12-02: 40.8 per step before the pipelined writes, 29.9 with them,
+ * 8.8 with settle_attempt and reads in the pipeline. Issue 12's goal is
+ * about one. */
+#define ROUND_TRIPS_PER_STEP 10
 #define RUNS 40
 #define RUN_STEPS 10
 
