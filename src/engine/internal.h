@@ -178,6 +178,8 @@ struct sp_engine {
     uint64_t runstate_clock;
     uint64_t next_sweep_ms;  /* monotonic: when sweep and held tick run next */
     uint64_t next_timers_ms; /* monotonic: when due timers are looked for next */
+    uint64_t next_locks_ms;  /* monotonic: when the worker lock files are looked at next */
+    sp_strlist free_locks;   /* lock files already found free (takeover.c) */
     bool listening;          /* serve() has the store's wake-ups (listener below) */
     bool timers_changed;     /* e->mu: woken by the store: a timer may be new */
     sp_store_listener *listener;
@@ -415,6 +417,9 @@ bool engine_owner_dead(sp_engine *e, const sp_due_item *item);
 /* After a sweep that went through every running attempt: remove the lock
  * files of the owners found dead and forget them. */
 void engine_takeover_tidy(sp_engine *e);
+/* A worker's lock file on this host became free since the last look (its
+ * owner died): a sweep now takes its attempts over. No store read. */
+bool engine_takeover_lock_freed(sp_engine *e);
 
 bool engine_same_key(const sp_run_key *a, const sp_run_key *b);
 /* "<tenant>/<runId>" into out (n >= 2 * SP_STORE_ID_MAX + 2); returns out. */

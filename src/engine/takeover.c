@@ -10,10 +10,16 @@
  * its attempts, so a worker's second, third, ... attempt gets the same
  * verdict as its first, here and in every other sweeper on the host.
  *
+ * A worker that waits for wake-ups sweeps only every few seconds; every
+ * --poll-ms it looks at the lock files instead (no store read): a lock
+ * that became free brings the sweep forward, so a dead worker's attempts
+ * are taken over in well under a second there too.
+ *
  * Must never guess: another host, a missing lock file, a lock that is held,
  * or an owner process that is still running all mean "not certainly dead",
  * and the lease rules.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -77,6 +83,7 @@ int engine_takeover_init(sp_engine *e, sp_error *err)
 
 void engine_takeover_close(sp_engine *e)
 {
+    sp_strlist_clear(&e->free_locks);
     free(e->dead);
     e->dead = NULL;
     e->ndead = e->dead_cap = 0;
@@ -187,6 +194,49 @@ void engine_takeover_tidy(sp_engine *e)
         close(fd);
     }
     e->ndead = 0;
+}
+
+/* ---- a freed lock brings the sweep forward ---- */
+
+static bool seen_free(const sp_engine *e, const char *name)
+{
+    return sp_strlist_has(&e->free_locks, name);
+}
+
+/* One lock file of the directory other than ours whose lock is free: its
+ * owner died. Each file is told once (a dead worker without running
+ * attempts keeps its file until a sweep tidies it). */
+static bool newly_free(sp_engine *e, int dir_fd, const char *name, const char *own)
+{
+    size_t len = strlen(name);
+    if (len < 6 || strcmp(name + len - 5, ".lock") != 0 || strcmp(name, own) == 0 ||
+        seen_free(e, name))
+        return false;
+    int fd = openat(dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    bool free_lock = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (free_lock)
+        (void)sp_strlist_add(&e->free_locks, name); /* out of memory: told again */
+    return free_lock;
+}
+
+bool engine_takeover_lock_freed(sp_engine *e)
+{
+    if (e->lock_fd < 0)
+        return false;
+    DIR *dir = opendir(e->cfg.lock_dir);
+    if (!dir)
+        return false;
+    char own[4200];
+    lock_path(e, e->worker_id, own, sizeof own);
+    const char *own_name = strrchr(own, '/') ? strrchr(own, '/') + 1 : own;
+    bool freed = false;
+    struct dirent *d;
+    while ((d = readdir(dir)) != NULL)
+        freed |= newly_free(e, dirfd(dir), d->d_name, own_name);
+    closedir(dir);
+    return freed;
 }
 
 int sp_engine_lock_dir(const sp_store *store, char *out, size_t n)

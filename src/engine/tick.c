@@ -212,8 +212,25 @@ static struct timespec deadline_in_us(uint64_t us)
 /* Under e->mu: the tick has something to do now. */
 static bool wanted(const sp_engine *e) { return e->settled > 0 || e->wake; }
 
+/* A worker woken by the store sweeps every few seconds only: while it
+ * waits, it looks at the worker lock files every --poll-ms (no store read),
+ * and a freed one - a dead worker on this host - makes the sweep due now
+ * (fast takeover, engine.md §11). */
+static bool lock_freed(sp_engine *e)
+{
+    uint64_t now = engine_mono_ms();
+    if (!e->listening || now < e->next_locks_ms)
+        return false;
+    e->next_locks_ms = now + (e->cfg.poll_ms ? e->cfg.poll_ms : 1);
+    if (!engine_takeover_lock_freed(e))
+        return false;
+    e->next_sweep_ms = 0;
+    return true;
+}
+
 /* Wait until an attempt settles, the tick is woken, the timeout passes (at
- * most until the next heartbeat is due), or an interrupt. */
+ * most until the next heartbeat is due), a dead worker's lock is found, or
+ * an interrupt. */
 void engine_wait(sp_engine *e, uint64_t timeout_ms)
 {
     uint64_t beat = engine_attempts_next_beat_in(e);
@@ -230,7 +247,7 @@ void engine_wait(sp_engine *e, uint64_t timeout_ms)
             now = wanted(e);
         }
         pthread_mutex_unlock(&e->mu);
-        if (now)
+        if (now || lock_freed(e))
             return;
         waited += step;
     }
