@@ -495,23 +495,18 @@ static sp_store_rc pg_write(void *conn, const char *sql, const sp_db_val *params
     return rc;
 }
 
-/* A statement that must be answered: after pending writes, it joins their
- * pipeline and one sync answers them all (a write's failure first);
- * otherwise it is sent and waited for on its own. */
-static sp_store_rc execute(pg_conn *c, const pg_stmt *st, const bound *b, size_t n,
-                           PGresult **res, sp_error *err)
+/* The answer of a statement just sent after the pending writes (`sent`:
+ * the send worked): one sync answers them all, a write's failure first. */
+static sp_store_rc joined_answer(pg_conn *c, bool sent, const char *what, PGresult **res,
+                                 sp_error *err)
 {
     *res = NULL;
-    if (c->npending == 0) {
-        atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
-        *res = PQexecPrepared(c->db, st->name, (int)n, b->values, b->lengths, b->formats, 1);
-        return SP_STORE_OK;
-    }
-    if (PQsendQueryPrepared(c->db, st->name, (int)n, b->values, b->lengths, b->formats, 1) != 1) {
-        sp_store_rc failed = sp_pg_fail(c, NULL, "query", err);
+    if (!sent) {
+        sp_store_rc failed = sp_pg_fail(c, NULL, what, err);
         sp_error ignored = {0};
         flush(c, &ignored);
         sp_error_clear(&ignored);
+        c->writes_answered = false;
         return failed;
     }
     sp_store_rc rc = sync_pipeline(c, res, err);
@@ -520,6 +515,21 @@ static sp_store_rc execute(pg_conn *c, const pg_stmt *st, const bound *b, size_t
         *res = NULL;
     }
     return rc;
+}
+
+/* A statement that must be answered: after pending writes, it joins their
+ * pipeline; otherwise it is sent and waited for on its own. */
+static sp_store_rc execute(pg_conn *c, const pg_stmt *st, const bound *b, size_t n,
+                           PGresult **res, sp_error *err)
+{
+    if (c->npending)
+        return joined_answer(c,
+                             PQsendQueryPrepared(c->db, st->name, (int)n, b->values, b->lengths,
+                                                 b->formats, 1) == 1,
+                             "query", res, err);
+    atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
+    *res = PQexecPrepared(c->db, st->name, (int)n, b->values, b->lengths, b->formats, 1);
+    return SP_STORE_OK;
 }
 
 static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params, size_t n,
@@ -652,34 +662,23 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
     return rc;
 }
 
-/* COMMIT's answer: after pending writes it joins their pipeline (one sync
- * answers all; a write that failed is the answer and nothing commits). */
+/* COMMIT's answer: after pending writes it joins their pipeline (a write
+ * that failed is the answer and nothing commits; a COMMIT left unanswered
+ * after every write was answered may have committed: unknown-commit). */
 static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
 {
-    *res = NULL;
-    if (c->npending == 0) {
+    if (!c->npending) {
         atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
         *res = PQexec(c->db, "COMMIT");
         return SP_STORE_OK;
     }
-    if (PQsendQueryParams(c->db, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) != 1) {
-        sp_store_rc failed = sp_pg_fail(c, NULL, "commit", err);
-        sp_error ignored = {0};
-        flush(c, &ignored);
-        sp_error_clear(&ignored);
-        return failed;
-    }
-    sp_store_rc rc = sync_pipeline(c, res, err);
-    if (rc && c->writes_answered) {
-        /* every write was answered and the COMMIT was not: it may have committed */
+    bool sent = PQsendQueryParams(c->db, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) == 1;
+    sp_store_rc rc = joined_answer(c, sent, "commit", res, err);
+    if (rc && sent && c->writes_answered) {
         char message[SP_MESSAGE_MAX];
         snprintf(message, sizeof message, "%s", err->message);
         sp_fail(err, "store.unknown-commit", "%s (the commit's outcome is unknown)", message);
         rc = SP_STORE_UNKNOWN_COMMIT;
-    }
-    if (rc) {
-        PQclear(*res);
-        *res = NULL;
     }
     return rc;
 }
