@@ -14,7 +14,7 @@
 static const char *const KNOWN_MEMBERS[] = {"kind",   "effect", "outcomes",     "retry",
                                             "argv",   "cwd",    "env",          "timeoutMs",
                                             "output", "exitOutcomes", "description", "async",
-                                            NULL};
+                                            "secrets", NULL};
 /* A hook in command form: {"command": {argv, cwd?, env?, timeoutMs?}}. */
 static const char *const HOOK_MEMBERS[] = {"argv", "cwd", "env", "timeoutMs", NULL};
 
@@ -162,6 +162,49 @@ static int parse_exits(const char *id, const json_t *action, sp_command_spec *s,
     return 0;
 }
 
+/* A secret's name becomes the variable <NAME>_FILE: [A-Za-z_][A-Za-z0-9_]*. */
+static bool secret_name_ok(const char *n, size_t len)
+{
+    if (len == 0 || len > SP_COMMAND_SECRET_NAME_MAX || strlen(n) != len)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = n[i];
+        bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!letter && (i == 0 || c < '0' || c > '9'))
+            return false;
+    }
+    return true;
+}
+
+/* {"NAME": {"file": "<path>"}, ...}: files the step reads, whose values
+ * every log and result of the step is redacted with. */
+static int parse_secrets(const char *id, const json_t *sec, sp_command_spec *s, sp_error *err)
+{
+    if (!sec)
+        return 0;
+    if (!json_is_object(sec) || json_object_size(sec) > SP_COMMAND_SECRETS_MAX)
+        return invalid(err, id, "secrets must be an object of at most 64 {\"file\": path} entries");
+    s->secrets = calloc(json_object_size(sec) + 1, sizeof *s->secrets);
+    if (!s->secrets)
+        return sp_oom(err);
+    const char *key;
+    size_t klen;
+    json_t *v;
+    json_object_keylen_foreach((json_t *)sec, key, klen, v)
+    {
+        const json_t *file = json_object_get(v, "file");
+        if (!secret_name_ok(key, klen))
+            return invalid(err, id, "secret names are letters, digits and '_' (at most 64, not "
+                                    "starting with a digit): each becomes <NAME>_FILE");
+        if (!json_is_object(v) || json_object_size(v) != 1 || !plain_string(file) ||
+            json_string_length(file) == 0 || json_string_length(file) > 4096)
+            return sp_fail(err, "action.invalid", "action %s: secret \"%s\" must be "
+                           "{\"file\": \"<path>\"}", id, key);
+        s->secrets[s->nsecrets++] = (sp_command_secret){key, json_string_value(file)};
+    }
+    return 0;
+}
+
 /* argv, cwd, env and timeoutMs: what an action and a hook share. */
 static int parse_process(const char *action_id, const json_t *obj, sp_command_spec *out,
                          sp_error *err)
@@ -189,6 +232,8 @@ int sp_command_spec_parse(const char *action_id, const json_t *action, sp_comman
         rc = parse_output(action_id, json_object_get(action, "output"), out, err);
     if (!rc)
         rc = parse_exits(action_id, action, out, err);
+    if (!rc)
+        rc = parse_secrets(action_id, json_object_get(action, "secrets"), out, err);
     if (!rc && json_object_get(action, "async")) {
         out->async = calloc(1, sizeof *out->async);
         rc = out->async ? sp_async_spec_parse(action_id, action, SP_ASYNC_COMMAND, out->async, err)
@@ -222,6 +267,7 @@ void sp_command_spec_free(sp_command_spec *spec)
     free(spec->argv);
     free(spec->env);
     free(spec->exits);
+    free(spec->secrets);
     if (spec->async) {
         sp_async_spec_free(spec->async);
         free(spec->async);
