@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/base64.h"
+#include "base/fdio.h"
 #include "base/buf.h"
 
 #define B64_CORE_MIN 16 /* shorter base64 cores would redact ordinary text */
@@ -64,15 +65,9 @@ int sp_secret_file_read(const char *path, char *buf, size_t *len, sp_error *err)
         return sp_fail(err, "secret.unavailable", "cannot be read from %s%s%s", path,
                        fd < 0 ? ": " : "", fd < 0 ? strerror(e) : " (not a regular file)");
     }
-    size_t n = 0;
-    while ((uint64_t)st.st_size <= SP_REDACT_SECRET_MAX && n <= SP_REDACT_SECRET_MAX) {
-        ssize_t got = read(fd, buf + n, SP_REDACT_SECRET_MAX + 1 - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            break;
-        n += (size_t)got;
-    }
+    size_t n = (uint64_t)st.st_size <= SP_REDACT_SECRET_MAX
+                   ? sp_read_upto(fd, buf, SP_REDACT_SECRET_MAX + 1)
+                   : 0;
     close(fd);
     if ((uint64_t)st.st_size > SP_REDACT_SECRET_MAX || n > SP_REDACT_SECRET_MAX)
         return sp_fail(err, "secret.too-large",

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/action.h"
 #include "base/utf8.h"
 #include "json/json.h"
 #include "runners/async_spec.h"
@@ -498,7 +499,7 @@ static bool read_secrets(cmd_run *r, sp_activity_output *out)
     }
     char buf[SP_REDACT_SECRET_MAX + 1];
     for (size_t i = 0; i < r->spec->nsecrets; i++) {
-        const sp_command_secret *sec = &r->spec->secrets[i];
+        const sp_secret_ref *sec = &r->spec->secrets[i];
         char *path = join_cwd(r->ctx->base_dir, sec->file);
         sp_error err = {0};
         size_t len = 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/action.h"
 #include "json/decimal.h"
 #include "runners/async_spec.h"
 #include "runners/registry.h"
@@ -162,47 +163,18 @@ static int parse_exits(const char *id, const json_t *action, sp_command_spec *s,
     return 0;
 }
 
-/* A secret's name becomes the variable <NAME>_FILE: [A-Za-z_][A-Za-z0-9_]*. */
-static bool secret_name_ok(const char *n, size_t len)
+/* A secret's name becomes the variable <NAME>_FILE: [A-Za-z_][A-Za-z0-9_]*,
+ * at most 64 bytes. */
+static bool secret_name_ok(const char *n)
 {
-    if (len == 0 || len > SP_COMMAND_SECRET_NAME_MAX || strlen(n) != len)
-        return false;
-    for (size_t i = 0; i < len; i++) {
+    size_t len = strlen(n);
+    bool ok = len > 0 && len <= SP_COMMAND_SECRET_NAME_MAX;
+    for (size_t i = 0; ok && i < len; i++) {
         char c = n[i];
-        bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!letter && (i == 0 || c < '0' || c > '9'))
-            return false;
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+             (i > 0 && c >= '0' && c <= '9');
     }
-    return true;
-}
-
-/* {"NAME": {"file": "<path>"}, ...}: files the step reads, whose values
- * every log and result of the step is redacted with. */
-static int parse_secrets(const char *id, const json_t *sec, sp_command_spec *s, sp_error *err)
-{
-    if (!sec)
-        return 0;
-    if (!json_is_object(sec) || json_object_size(sec) > SP_COMMAND_SECRETS_MAX)
-        return invalid(err, id, "secrets must be an object of at most 64 {\"file\": path} entries");
-    s->secrets = calloc(json_object_size(sec) + 1, sizeof *s->secrets);
-    if (!s->secrets)
-        return sp_oom(err);
-    const char *key;
-    size_t klen;
-    json_t *v;
-    json_object_keylen_foreach((json_t *)sec, key, klen, v)
-    {
-        const json_t *file = json_object_get(v, "file");
-        if (!secret_name_ok(key, klen))
-            return invalid(err, id, "secret names are letters, digits and '_' (at most 64, not "
-                                    "starting with a digit): each becomes <NAME>_FILE");
-        if (!json_is_object(v) || json_object_size(v) != 1 || !plain_string(file) ||
-            json_string_length(file) == 0 || json_string_length(file) > 4096)
-            return sp_fail(err, "action.invalid", "action %s: secret \"%s\" must be "
-                           "{\"file\": \"<path>\"}", id, key);
-        s->secrets[s->nsecrets++] = (sp_command_secret){key, json_string_value(file)};
-    }
-    return 0;
+    return ok;
 }
 
 /* argv, cwd, env and timeoutMs: what an action and a hook share. */
@@ -233,7 +205,10 @@ int sp_command_spec_parse(const char *action_id, const json_t *action, sp_comman
     if (!rc)
         rc = parse_exits(action_id, action, out, err);
     if (!rc)
-        rc = parse_secrets(action_id, json_object_get(action, "secrets"), out, err);
+        rc = sp_secrets_parse(action_id, json_object_get(action, "secrets"), secret_name_ok,
+                              "secret names are letters, digits and '_' (at most 64, not starting "
+                              "with a digit): each becomes <NAME>_FILE",
+                              &out->secrets, &out->nsecrets, err);
     if (!rc && json_object_get(action, "async")) {
         out->async = calloc(1, sizeof *out->async);
         rc = out->async ? sp_async_spec_parse(action_id, action, SP_ASYNC_COMMAND, out->async, err)

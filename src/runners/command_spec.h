@@ -35,10 +35,6 @@ typedef struct sp_exit_outcome {
 
 struct sp_async_spec;
 
-typedef struct sp_command_secret {
-    const char *name; /* borrowed from the action */
-    const char *file; /* relative: to the engine's base directory */
-} sp_command_secret;
 
 typedef struct sp_command_spec {
     const char **argv; /* NULL-terminated; strings borrowed from the action */
@@ -52,13 +48,14 @@ typedef struct sp_command_spec {
     sp_exit_outcome *exits;
     size_t nexits;
     struct sp_async_spec *async; /* owned; NULL for a synchronous command */
-    sp_command_secret *secrets;  /* owned array */
+    struct sp_secret_ref *secrets; /* owned array of entries borrowed from the action
+                                      (agent/action.h); a relative file is relative to
+                                      the engine's base directory */
     size_t nsecrets;
 } sp_command_spec;
 
 #define SP_COMMAND_ARGV_MAX 4096
 #define SP_COMMAND_ENV_MAX 1024
-#define SP_COMMAND_SECRETS_MAX 64
 #define SP_COMMAND_SECRET_NAME_MAX 64
 
 /* Parse `action` (kept alive by the caller). action.invalid on error. */
