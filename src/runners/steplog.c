@@ -99,7 +99,8 @@ static bool text_or_empty(sp_log_stream *s)
 
 sp_attempt_logs *sp_steplog_pair(sp_log_stream *out, sp_log_stream *err)
 {
-    bool texts = text_or_empty(out) & text_or_empty(err);
+    bool out_ok = text_or_empty(out); /* both, whatever the first answers */
+    bool texts = text_or_empty(err) && out_ok;
     sp_attempt_logs *l = texts ? malloc(sizeof *l) : NULL;
     if (l) {
         l->out = *out;
