@@ -207,14 +207,16 @@ static bool secret_name_ok(const char *n)
     return strcmp(n, ".") != 0;
 }
 
-static int parse_secrets(const char *id, const json_t *sec, sp_agent_action *a, sp_error *err)
+int sp_secrets_parse(const char *id, const json_t *sec, bool (*name_ok)(const char *),
+                     const char *name_rule, sp_secret_ref **out, size_t *n, sp_error *err)
 {
+    *out = NULL;
+    *n = 0;
     if (!sec)
         return 0;
-    if (!json_is_object(sec) || json_object_size(sec) > 64)
+    if (!json_is_object(sec) || json_object_size(sec) > SP_SECRETS_MAX)
         return invalid(err, id, "secrets must be an object of at most 64 {\"file\": path} entries");
-    a->secrets = calloc(json_object_size(sec), sizeof *a->secrets);
-    if (!a->secrets && json_object_size(sec))
+    if (json_object_size(sec) && !(*out = calloc(json_object_size(sec), sizeof **out)))
         return sp_oom(err);
     const char *key;
     size_t klen;
@@ -222,17 +224,33 @@ static int parse_secrets(const char *id, const json_t *sec, sp_agent_action *a, 
     json_object_keylen_foreach((json_t *)sec, key, klen, v)
     {
         const json_t *file = json_object_get(v, "file");
-        if (strlen(key) != klen || !secret_name_ok(key))
-            return invalid(err, id, "secret names are letters, digits, '_', '.', '-' (at most 64, "
-                           "starting with a letter or digit; \"mcp\" is reserved)");
+        if (strlen(key) != klen || !name_ok(key))
+            return invalid(err, id, "%s", name_rule);
         if (!json_is_object(v) || json_object_size(v) != 1 || !plain(file, 4096) ||
             json_string_length(file) == 0)
             return invalid(err, id, "secret \"%s\" must be {\"file\": \"<path>\"}", key);
-        sp_agent_secret *s = &a->secrets[a->nsecrets++];
-        if (!(s->name = strdup(key)) || !(s->file = strdup(json_string_value(file))))
-            return sp_oom(err);
+        (*out)[(*n)++] = (sp_secret_ref){key, json_string_value(file)};
     }
     return 0;
+}
+
+static int parse_secrets(const char *id, const json_t *sec, sp_agent_action *a, sp_error *err)
+{
+    sp_secret_ref *refs = NULL;
+    size_t n = 0;
+    int rc = sp_secrets_parse(id, sec, secret_name_ok,
+                              "secret names are letters, digits, '_', '.', '-' (at most 64, "
+                              "starting with a letter or digit; \"mcp\" is reserved)",
+                              &refs, &n, err);
+    if (!rc && n && !(a->secrets = calloc(n, sizeof *a->secrets)))
+        rc = sp_oom(err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        sp_agent_secret *s = &a->secrets[a->nsecrets++];
+        if (!(s->name = strdup(refs[i].name)) || !(s->file = strdup(refs[i].file)))
+            rc = sp_oom(err);
+    }
+    free(refs);
+    return rc;
 }
 
 static sp_agent_secret *find_secret(sp_agent_action *a, const char *name)

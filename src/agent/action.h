@@ -127,4 +127,21 @@ void sp_agent_action_free(sp_agent_action *a);
  * plain MCP header values there already. */
 int sp_agent_action_validate(const char *action_id, const json_t *action, sp_error *err);
 
+/* ---- a `secrets` member, shared with command actions ---- */
+
+#define SP_SECRETS_MAX 64
+
+/* One entry, borrowed from the action. */
+typedef struct sp_secret_ref {
+    const char *name;
+    const char *file;
+} sp_secret_ref;
+
+/* `secrets` ({"NAME": {"file": "<path>"}}, at most SP_SECRETS_MAX; NULL:
+ * none) into a new array (*out, free() it; NULL when there is none) of *n
+ * entries. `name_ok` is the kind's rule for names, `name_rule` says it in
+ * the error. action.invalid naming the action. */
+int sp_secrets_parse(const char *action_id, const json_t *secrets, bool (*name_ok)(const char *),
+                     const char *name_rule, sp_secret_ref **out, size_t *n, sp_error *err);
+
 #endif

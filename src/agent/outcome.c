@@ -95,7 +95,7 @@ static json_t *base_details(const sp_agent_reader *reader, const sp_agent_stderr
         out_bytes = reader->consumed +
                     (reader->state == SP_READER_VIOLATED ? 0 : (uint64_t)reader->line_len);
     put(d, "stdoutBytes", json_integer((json_int_t)out_bytes));
-    put(d, "stderrBytes", json_integer(err ? (json_int_t)err->total : 0));
+    put(d, "stderrBytes", json_integer(err ? (json_int_t)sp_agent_stderr_total(err) : 0));
     put(d, "events", json_integer(reader ? (json_int_t)reader->events : 0));
     return d;
 }

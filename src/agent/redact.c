@@ -6,11 +6,16 @@
 #include "agent/redact.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/base64.h"
+#include "base/fdio.h"
 #include "base/buf.h"
 
 #define B64_CORE_MIN 16 /* shorter base64 cores would redact ordinary text */
@@ -43,6 +48,35 @@ void sp_redactor_free(sp_redactor *r)
 
 size_t sp_redactor_count(const sp_redactor *r) { return r ? r->secrets : 0; }
 size_t sp_redactor_longest(const sp_redactor *r) { return r ? r->longest : 0; }
+size_t sp_redactor_longest_form(const sp_redactor *r)
+{
+    return r && r->n ? r->needles[0].len : 0; /* needles are kept longest first */
+}
+
+int sp_secret_file_read(const char *path, char *buf, size_t *len, sp_error *err)
+{
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return sp_fail(err, "secret.unavailable", "cannot be read from %s%s%s", path,
+                       fd < 0 ? ": " : "", fd < 0 ? strerror(e) : " (not a regular file)");
+    }
+    size_t n = (uint64_t)st.st_size <= SP_REDACT_SECRET_MAX
+                   ? sp_read_upto(fd, buf, SP_REDACT_SECRET_MAX + 1)
+                   : 0;
+    close(fd);
+    if ((uint64_t)st.st_size > SP_REDACT_SECRET_MAX || n > SP_REDACT_SECRET_MAX)
+        return sp_fail(err, "secret.too-large",
+                       "is longer than %u bytes: it could not be redacted reliably, so the step "
+                       "is refused",
+                       SP_REDACT_SECRET_MAX);
+    *len = n;
+    return 0;
+}
 
 /* Add one form (copied), skipping empty ones and exact repeats. */
 static bool add_form(sp_redactor *r, const char *s, size_t len)

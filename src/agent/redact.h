@@ -53,6 +53,17 @@ int sp_redactor_add(sp_redactor *r, const char *secret, size_t len, sp_error *er
 /* Number of secrets registered, and the longest raw one in bytes. */
 size_t sp_redactor_count(const sp_redactor *r);
 size_t sp_redactor_longest(const sp_redactor *r);
+/* The longest registered form in bytes (0 without secrets): a window cut
+ * out of a longer text can hold the end of a secret in at most this many
+ * bytes minus one at its start, where no form matches it whole. */
+size_t sp_redactor_longest_form(const sp_redactor *r);
+
+/* Read a secret's value from the file at `path` (a regular file of at most
+ * SP_REDACT_SECRET_MAX bytes) into buf (SP_REDACT_SECRET_MAX + 1 bytes;
+ * the caller wipes it). 0 with *len, or -1 with secret.unavailable ("cannot
+ * be read from <path>: <why>") or secret.too-large; the message never holds
+ * the value. */
+int sp_secret_file_read(const char *path, char *buf, size_t *len, sp_error *err);
 
 /* A redacted copy of text[0..len) (NUL-terminated, *out_len bytes); `r` may
  * be NULL (patterns only). `flags` SP_REDACT_PATTERNS adds the pattern

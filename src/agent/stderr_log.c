@@ -12,30 +12,10 @@
 int sp_agent_stderr_init(sp_agent_stderr *s)
 {
     memset(s, 0, sizeof *s);
-    s->ring = malloc(SP_AGENT_STDERR_RING);
-    return s->ring ? 0 : -1;
+    return sp_tail_init(&s->tail, SP_AGENT_STDERR_RING);
 }
 
-void sp_agent_stderr_free(sp_agent_stderr *s)
-{
-    free(s->ring);
-    s->ring = NULL;
-}
-
-static void ring_put(sp_agent_stderr *s, const char *data, size_t n)
-{
-    const size_t cap = SP_AGENT_STDERR_RING;
-    if (n > cap) {
-        s->total += n - cap;
-        data += n - cap;
-        n = cap;
-    }
-    size_t pos = (size_t)(s->total % cap);
-    size_t first = n < cap - pos ? n : cap - pos;
-    memcpy(s->ring + pos, data, first);
-    memcpy(s->ring, data + first, n - first);
-    s->total += n;
-}
+void sp_agent_stderr_free(sp_agent_stderr *s) { sp_tail_free(&s->tail); }
 
 void sp_agent_stderr_feed(sp_agent_stderr *s, const char *data, size_t len)
 {
@@ -52,10 +32,7 @@ void sp_agent_stderr_feed(sp_agent_stderr *s, const char *data, size_t len)
         if (lf)
             s->first_done = true;
     }
-    if (s->ring)
-        ring_put(s, data, len);
-    else
-        s->total += len;
+    sp_tail_put(&s->tail, data, len);
 }
 
 bool sp_agent_stderr_pid(const sp_agent_stderr *s, long long *pid)
@@ -80,19 +57,11 @@ bool sp_agent_stderr_pid(const sp_agent_stderr *s, long long *pid)
 
 char *sp_agent_stderr_tail(const sp_agent_stderr *s, const sp_redactor *r, size_t *len)
 {
-    const size_t cap = SP_AGENT_STDERR_RING;
-    size_t n = s->total < cap ? (size_t)s->total : cap;
-    char *window = malloc(n + 1);
+    size_t n;
+    char *window = sp_tail_copy(&s->tail, &n);
     if (!window)
         return NULL;
-    if (s->ring) {
-        size_t start = s->total < cap ? 0 : (size_t)(s->total % cap);
-        memcpy(window, s->ring + start, n - start);
-        memcpy(window + (n - start), s->ring, start);
-    } else {
-        n = 0;
-    }
-    size_t skip = s->total > cap ? sp_utf8_skip_partial(window, n) : 0;
+    size_t skip = sp_tail_dropped(&s->tail) ? sp_utf8_skip_partial(window, n) : 0;
     size_t lossy_len;
     char *lossy = sp_utf8_lossy(window + skip, n - skip, &lossy_len);
     free(window);
@@ -103,9 +72,7 @@ char *sp_agent_stderr_tail(const sp_agent_stderr *s, const sp_redactor *r, size_
     free(lossy);
     if (!red)
         return NULL;
-    size_t from = red_len > SP_AGENT_STDERR_TAIL ? red_len - SP_AGENT_STDERR_TAIL : 0;
-    while (from < red_len && ((unsigned char)red[from] & 0xC0) == 0x80)
-        from++;
+    size_t from = sp_utf8_tail_start(red, red_len, SP_AGENT_STDERR_TAIL);
     memmove(red, red + from, red_len - from + 1);
     if (len)
         *len = red_len - from;

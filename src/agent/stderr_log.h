@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "agent/redact.h"
+#include "base/tail.h"
 
 #define SP_AGENT_STDERR_RING (64u * 1024)
 #define SP_AGENT_STDERR_TAIL 4096u
@@ -32,8 +33,7 @@ typedef struct sp_agent_stderr {
     size_t first_len;
     bool first_done; /* the first LF was seen */
     bool first_cut;  /* the first line was longer than kept */
-    char *ring;      /* SP_AGENT_STDERR_RING bytes, every byte of stderr */
-    uint64_t total;
+    sp_tail tail;    /* the last SP_AGENT_STDERR_RING bytes, and the count of all */
 } sp_agent_stderr;
 
 /* 0, or -1 when out of memory. */
@@ -48,6 +48,9 @@ bool sp_agent_stderr_pid(const sp_agent_stderr *s, long long *pid);
 /* The redacted tail (at most SP_AGENT_STDERR_TAIL bytes of valid UTF-8,
  * NUL-terminated; "" when stderr was empty). NULL when out of memory. */
 char *sp_agent_stderr_tail(const sp_agent_stderr *s, const sp_redactor *r, size_t *len);
+
+/* The bytes stderr carried so far. */
+static inline uint64_t sp_agent_stderr_total(const sp_agent_stderr *s) { return s->tail.total; }
 
 /* The first line, lossily made UTF-8, redacted, at most 200 bytes (for a
  * sandbox tool's own message). NULL when out of memory. */

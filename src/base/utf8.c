@@ -97,6 +97,14 @@ size_t sp_utf8_skip_partial(const char *s, size_t len)
     return i;
 }
 
+size_t sp_utf8_tail_start(const char *s, size_t len, size_t max)
+{
+    size_t from = len > max ? len - max : 0;
+    while (from < len && ((unsigned char)s[from] & 0xC0) == 0x80)
+        from++;
+    return from;
+}
+
 char *sp_utf8_lossy(const char *s, size_t len, size_t *out_len)
 {
     /* Each bad byte grows to at most 3 bytes. */

@@ -33,6 +33,10 @@ size_t sp_utf8_cut(const char *s, size_t len, size_t max);
  * skip when a buffer was cut at its start (a ring's tail). */
 size_t sp_utf8_skip_partial(const char *s, size_t len);
 
+/* Where the last at most `max` bytes of the valid UTF-8 text s[0..len)
+ * begin without cutting a character: the offset of that suffix. */
+size_t sp_utf8_tail_start(const char *s, size_t len, size_t max);
+
 /* s[0..len) with every ill-formed sequence replaced by U+FFFD, as a new
  * NUL-terminated string (*out_len bytes, may be NULL). NULL when out of
  * memory. */

@@ -133,6 +133,7 @@ int cmd_worker(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_events(int argc, char **argv);
+int cmd_logs(int argc, char **argv); /* spore logs (cmd_logs.c) */
 int cmd_signal(int argc, char **argv);
 int cmd_resolve(int argc, char **argv);
 int cmd_release(int argc, char **argv);

@@ -26,6 +26,7 @@ static const char USAGE[] =
     "  status <runId>             show a run\n"
     "  list                       list runs\n"
     "  events <runId>             show a run's events and their commits\n"
+    "  logs <runId> [<node>]      show what a run's steps kept of stdout and stderr\n"
     "  signal <runId> <name>      deliver a signal\n"
     "  resolve <runId> <invId>    answer an invocation whose outcome is unknown\n"
     "  release <runId>            lift a quarantine\n"
@@ -60,6 +61,7 @@ static const command COMMANDS[] = {
     {"validate", cmd_validate}, {"trace", cmd_trace},     {"start", cmd_start},
     {"run", cmd_run},           {"resume", cmd_resume},   {"worker", cmd_worker},   {"status", cmd_status},
     {"list", cmd_list},         {"events", cmd_events},   {"signal", cmd_signal},
+    {"logs", cmd_logs}, /* step logs (cmd_logs.c) */
     {"resolve", cmd_resolve},   {"release", cmd_release}, {"step", cmd_step},
     {"cancel", cmd_cancel},     {"retry", cmd_retry},
     {"capabilities", cmd_capabilities},

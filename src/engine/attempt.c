@@ -85,6 +85,8 @@ static void report(inflight *a, sp_tick_stats *stats)
     sp_engine *e = a->engine;
     const sp_activity_output *out = &a->out;
     sp_error err = {0};
+    if (out->logs) /* beside the result, in the same batch (docs/authoring.md "Step logs") */
+        ledger_put_log(e, &a->claim.attempt, out->logs);
     if (out->kind == SP_OUTPUT_HELD) {
         hold(a, out);
         return;

@@ -99,6 +99,8 @@ static void finish_with(held_job *j, const sp_activity_output *out)
     claim.attempt = j->attempt;
     claim.attempt_number = j->attempt_number;
     sp_error err = {0};
+    if (out->logs) /* before the result: whoever sees the result finds them */
+        ledger_put_log(e, &j->attempt, out->logs);
     size_t len;
     char *body = engine_result_body(&claim, out, &len, &err);
     if (body) {

@@ -253,6 +253,20 @@ void ledger_audit(sp_engine *e, const sp_attempt_ref *ref, const char *kind, con
     evidence(e, ref, id, kind, body, len);
 }
 
+void ledger_put_log(sp_engine *e, const sp_attempt_ref *ref, const sp_attempt_logs *logs)
+{
+    sp_log_tail out = {logs->out.text, logs->out.len, logs->out.dropped};
+    sp_log_tail err_tail = {logs->err.text, logs->err.len, logs->err.dropped};
+    sp_error err = {0};
+    sp_store_rc rc;
+    if (sp_store_in_batch(e->store))
+        rc = sp_store_put_attempt_log(e->store, ref, &out, &err_tail, &err);
+    else
+        ENGINE_RETRY(e, rc, &err, sp_store_put_attempt_log(e->store, ref, &out, &err_tail, &err));
+    (void)rc; /* best effort: the step's result is what counts */
+    sp_error_clear(&err);
+}
+
 sp_store_rc ledger_finish_or_keep(sp_engine *e, const sp_attempt_ref *ref, const char *body,
                                   size_t len, const char *late_kind, sp_error *err)
 {

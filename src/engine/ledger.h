@@ -96,6 +96,15 @@ void ledger_agent_event(struct sp_engine *e, const sp_attempt_ref *ref, uint32_t
 void ledger_audit(struct sp_engine *e, const sp_attempt_ref *ref, const char *kind,
                   const char *body, size_t len);
 
+/* What an attempt kept of its stdout and stderr (a runner's logs), beside
+ * its result, best effort: no request ID (put_attempt_log is idempotent by
+ * the attempt). In the tick's batch it rides on the batch's commit and is
+ * not retried (the batch's own requests notice a failing store); outside
+ * one it is retried like the evidence above. A lost log changes nothing. */
+struct sp_attempt_logs;
+void ledger_put_log(struct sp_engine *e, const sp_attempt_ref *ref,
+                    const struct sp_attempt_logs *logs);
+
 /* ---- the tick's batch (store.h: one transaction, one durable commit) ---- */
 sp_store_rc ledger_batch_begin(struct sp_engine *e, sp_error *err);
 sp_store_rc ledger_batch_commit(struct sp_engine *e, sp_error *err);

@@ -58,6 +58,7 @@
 #include "base/failpoint.h"
 #include "json/json.h"
 #include "runners/process.h"
+#include "runners/steplog.h"
 #include "sandbox/sandbox.h"
 
 #define WRAPPER "printf 'step-pid=%s\\n' \"$$\" >&2 && exec \"$@\""
@@ -160,41 +161,11 @@ static bool keep_key(plan *p, const sp_agent_secret *s, const char *buf, size_t 
 
 static bool read_secret(plan *p, const sp_agent_secret *s, sp_agent_outcome *o)
 {
-    int fd = open(s->file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        sp_agent_outcome_fail(o, "agent.secret-unavailable", false, false, SP_BREAKER_NONE,
-                              json_pack("{s:s}", "secret", s->name),
-                              "secret \"%s\" cannot be read from %s%s%s", s->name, s->file,
-                              fd < 0 ? ": " : "", fd < 0 ? strerror(e) : " (not a regular file)");
-        return false;
-    }
-    if ((uint64_t)st.st_size > SP_REDACT_SECRET_MAX) {
-        close(fd);
-        sp_agent_outcome_fail(o, "agent.secret-too-large", false, false, SP_BREAKER_NONE,
-                              json_pack("{s:s}", "secret", s->name),
-                              "secret \"%s\" is longer than %u bytes: it could not be redacted "
-                              "reliably, so the step is refused", s->name, SP_REDACT_SECRET_MAX);
-        return false;
-    }
     char buf[SP_REDACT_SECRET_MAX + 1];
     size_t len = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf + len, sizeof buf - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        if (len == sizeof buf)
-            break;
-    }
-    close(fd);
     sp_error err = {0};
-    bool ok = len <= SP_REDACT_SECRET_MAX && sp_redactor_add(p->redactor, buf, len, &err) == 0;
+    bool read = sp_secret_file_read(s->file, buf, &len, &err) == 0;
+    bool ok = read && sp_redactor_add(p->redactor, buf, len, &err) == 0;
     bool key = ok && p->gateway_on && strcmp(s->name, SP_AGENT_KEY_SECRET) == 0;
     if (key && !keep_key(p, s, buf, len, o)) {
         explicit_bzero(buf, sizeof buf);
@@ -202,12 +173,12 @@ static bool read_secret(plan *p, const sp_agent_secret *s, sp_agent_outcome *o)
     }
     explicit_bzero(buf, sizeof buf);
     if (!ok) {
-        if (!err.code[0])
-            sp_fail(&err, "agent.secret-too-large", "secret is longer than %u bytes",
-                    SP_REDACT_SECRET_MAX);
-        sp_agent_outcome_fail(o, err.code, false, false, SP_BREAKER_NONE,
-                              json_pack("{s:s}", "secret", s->name), "secret \"%s\": %s",
-                              s->name, err.message);
+        const char *code = read                                         ? err.code
+                           : strcmp(err.code, "secret.too-large") == 0 ? "agent.secret-too-large"
+                                                                        : "agent.secret-unavailable";
+        sp_agent_outcome_fail(o, code, false, false, SP_BREAKER_NONE,
+                              json_pack("{s:s}", "secret", s->name), "secret \"%s\"%s %s",
+                              s->name, read ? ":" : "", err.message);
         sp_error_clear(&err);
     }
     return ok;
@@ -733,7 +704,7 @@ static void end_of(plan *p, const sp_proc_result *res, sp_agent_end *end)
     }
     if (!local && end->kind == SP_AGENT_EXITED &&
         end->exit_code == p->action.sandbox.lost_stream_exit) {
-        bool any = p->session.reader.total > 0 || p->session.err.total > 0;
+        bool any = p->session.reader.total > 0 || sp_agent_stderr_total(&p->session.err) > 0;
         end->kind = any ? SP_AGENT_LOST : SP_AGENT_SPAWN_FAILED;
         snprintf(end->message, sizeof end->message,
                  "the exec transport exited %d (its lost-stream code) before any byte",
@@ -879,8 +850,24 @@ static bool prepare(plan *p, sp_agent_outcome *o)
     return true;
 }
 
+/* The step CLI's stderr as the attempt keeps it (its stdout: nothing). */
+static sp_attempt_logs *stderr_logs(const plan *p)
+{
+    sp_log_stream out = {0}, err;
+    sp_steplog_tail(&p->session.err.tail, p->redactor, &err); /* none when out of memory */
+    return sp_steplog_pair(&out, &err);
+}
+
 void sp_agent_execute(const sp_agent_exec_in *in, sp_agent_outcome *o)
 {
+    sp_agent_execute_logged(in, o, NULL);
+}
+
+void sp_agent_execute_logged(const sp_agent_exec_in *in, sp_agent_outcome *o,
+                             sp_attempt_logs **logs)
+{
+    if (logs)
+        *logs = NULL;
     plan p;
     memset(&p, 0, sizeof p);
     p.in = in;
@@ -892,6 +879,8 @@ void sp_agent_execute(const sp_agent_exec_in *in, sp_agent_outcome *o)
         run_exec(&p, o);
         sp_breaker_record(sp_breaker_global(), p.action.provider, o->breaker,
                           sp_breaker_now_ms());
+        if (logs)
+            *logs = stderr_logs(&p);
     } else if (!o->details) {
         sp_agent_outcome_fail(o, "agent.invalid", false, false, SP_BREAKER_NONE, NULL,
                               "the agent step could not be prepared");
@@ -941,9 +930,11 @@ static int agent_run(const sp_runner_ctx *ctx, const sp_runner_action *a, const 
         .progress = ctx->progress,
         .progress_ctx = ctx->progress_ctx,
     };
+    sp_attempt_logs *logs = NULL;
     sp_agent_outcome o;
-    sp_agent_execute(&in, &o);
+    sp_agent_execute_logged(&in, &o, &logs);
     sp_agent_outcome_to_output(&o, out);
+    out->logs = logs; /* after the output helper, which resets `out` */
     sp_agent_outcome_free(&o);
     return out->error || out->kind == SP_OUTPUT_SUCCESS ? 0 : -1;
 }

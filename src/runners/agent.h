@@ -50,6 +50,12 @@ typedef struct sp_agent_exec_in {
 /* Run one attempt; always fills `o` (release with sp_agent_outcome_free). */
 void sp_agent_execute(const sp_agent_exec_in *in, sp_agent_outcome *o);
 
+/* The same, and *logs set to what the attempt keeps for `spore logs`: the
+ * step CLI's stderr, redacted (its stdout is the protocol); left NULL when
+ * the step was refused before its exec. Release with sp_attempt_logs_free. */
+void sp_agent_execute_logged(const sp_agent_exec_in *in, sp_agent_outcome *o,
+                             sp_attempt_logs **logs);
+
 /* The outcome as an activity output (success "ok" / failure / unknown). */
 void sp_agent_outcome_to_output(const sp_agent_outcome *o, sp_activity_output *out);
 

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/action.h"
 #include "base/utf8.h"
 #include "json/json.h"
 #include "runners/async_spec.h"
@@ -42,6 +43,7 @@
 #include "runners/pid_handle.h"
 #include "runners/process.h"
 #include "runners/registry.h"
+#include "runners/steplog.h"
 
 #define MESSAGE_MAX 1000 /* under output.c's 1024-byte message buffer */
 #define SP_HANDLE_MAX 4096 /* an async start's holder handle (engine.md §9) */
@@ -52,6 +54,8 @@ typedef struct cmd_run {
     const json_t *action;
     const sp_command_spec *spec;
     sp_proc_result res;
+    sp_redactor *redactor;  /* the values of the action's secrets */
+    sp_attempt_logs *logs;  /* what the attempt keeps of stdout and stderr */
 } cmd_run;
 
 /* Every message goes through here: formatted, made valid UTF-8, bounded. */
@@ -87,12 +91,14 @@ __attribute__((format(printf, 4, 5))) static void unknown(sp_activity_output *ou
     va_end(ap);
 }
 
-static json_t *stderr_tail(const sp_proc_result *p)
+/* The last 4 KiB of the kept stderr: redacted and valid UTF-8 already. */
+static json_t *stderr_tail(const cmd_run *r)
 {
-    if (!p->err)
+    if (!r->logs)
         return json_string("");
-    size_t skip = p->err_cut ? sp_utf8_skip_partial(p->err, p->err_len) : 0;
-    return sp_utf8_lossy_json(p->err + skip, p->err_len - skip);
+    const sp_log_stream *e = &r->logs->err;
+    size_t from = sp_utf8_tail_start(e->text, e->len, SP_PROC_STDERR_TAIL);
+    return json_stringn(e->text + from, e->len - from);
 }
 
 /* ---- setting up: cwd, environment, input ---- */
@@ -125,7 +131,27 @@ static const char *self_exe(void)
     return SELF_EXE[0] ? SELF_EXE : NULL;
 }
 
-/* engine environment + the action's env + the attempt's identity. */
+/* Each secret's "<NAME>_FILE", "<its file, relative to the base directory>"
+ * (a NULL-terminated list of owned strings). NULL when out of memory. */
+static char **secret_vars(const sp_runner_ctx *ctx, const sp_command_spec *spec)
+{
+    char **v = calloc(2 * spec->nsecrets + 1, sizeof *v);
+    for (size_t i = 0; v && i < spec->nsecrets; i++) {
+        char *name = NULL;
+        if (asprintf(&name, "%s_FILE", spec->secrets[i].name) < 0)
+            name = NULL;
+        v[2 * i] = name;
+        v[2 * i + 1] = name ? join_cwd(ctx->base_dir, spec->secrets[i].file) : NULL;
+        if (!v[2 * i + 1]) {
+            sp_proc_strv_free(v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+/* engine environment + the action's env + the attempt's identity + the
+ * secrets' files. */
 static char **build_env(const sp_runner_ctx *ctx, const sp_command_spec *spec)
 {
     char attempt[16];
@@ -135,11 +161,15 @@ static char **build_env(const sp_runner_ctx *ctx, const sp_command_spec *spec)
                              {"INVOCATION_ID", or_empty(ctx->invocation_id)},
                              {"ATTEMPT", attempt},
                              {"EFFECT_KEY", or_empty(ctx->effect_key)}};
-    size_t n = 2 * spec->nenv, max = n + 2 * 14;
+    size_t n = 2 * spec->nenv, max = n + 2 * 14 + 2 * spec->nsecrets;
     const char **pairs = malloc(max * sizeof *pairs);
+    char **secrets = secret_vars(ctx, spec);
     char names[10][32];
-    if (!pairs)
+    if (!pairs || !secrets) {
+        free(pairs);
+        sp_proc_strv_free(secrets);
         return NULL;
+    }
     if (n)
         memcpy(pairs, spec->env, n * sizeof *pairs);
     for (int i = 0; i < 10; i++) {
@@ -163,8 +193,11 @@ static char **build_env(const sp_runner_ctx *ctx, const sp_command_spec *spec)
             pairs[n++] = ctx->store_location;
         }
     }
+    for (size_t i = 0; i < 2 * spec->nsecrets; i++)
+        pairs[n++] = secrets[i];
     char **env = sp_proc_env(pairs, n / 2);
     free(pairs);
+    sp_proc_strv_free(secrets);
     return env;
 }
 
@@ -297,7 +330,7 @@ static void exited(cmd_run *r, sp_activity_output *out)
         success(r, "ok", result_mode, out);
     else
         fail(out, "command.exit", true,
-         json_pack("{s:i,s:o*}", "exitCode", code, "stderrTail", stderr_tail(&r->res)),
+         json_pack("{s:i,s:o*}", "exitCode", code, "stderrTail", stderr_tail(r)),
          "action %s: %s exited with code %d", r->action_id, r->spec->argv[0], code);
 }
 
@@ -332,7 +365,7 @@ static void signaled(cmd_run *r, sp_activity_output *out)
     char name[32];
     snprintf(name, sizeof name, "SIG%s", abbrev ? abbrev : "UNKNOWN");
     json_t *details = json_pack("{s:i,s:s,s:o*}", "signal", sig, "signalName", name,
-                                "stderrTail", stderr_tail(&r->res));
+                                "stderrTail", stderr_tail(r));
     unknown(out, "command.signaled", details, "action %s: %s was killed by %s, not by the engine",
             r->action_id, r->spec->argv[0], name);
 }
@@ -444,6 +477,8 @@ int sp_command_exec(const sp_runner_ctx *ctx, const sp_command_spec *spec, const
         .timeout_ms = spec->has_timeout ? spec->timeout_ms : limits ? limits->default_timeout_ms : 0,
         .stop = ctx->stop,
         .stdout_max = limits ? limits->stdout_max : 0,
+        .stderr_tail = limits ? limits->log_ring : 0,
+        .stdout_tail = limits ? limits->log_ring : 0,
     };
     sp_proc_run(&ps, res);
     sp_proc_strv_free(env);
@@ -452,14 +487,94 @@ int sp_command_exec(const sp_runner_ctx *ctx, const sp_command_spec *spec, const
     return 0;
 }
 
+/* ---- secrets and logs (docs/authoring.md "Step logs") ---- */
+
+/* Read every secret of the action into r->redactor; false with `out`
+ * failed (command.secret-unavailable / -too-large, naming the secret). */
+static bool read_secrets(cmd_run *r, sp_activity_output *out)
+{
+    if (!(r->redactor = sp_redactor_new())) {
+        fail(out, "command.spawn", true, NULL, "action %s: out of memory", r->action_id);
+        return false;
+    }
+    char buf[SP_REDACT_SECRET_MAX + 1];
+    for (size_t i = 0; i < r->spec->nsecrets; i++) {
+        const sp_secret_ref *sec = &r->spec->secrets[i];
+        char *path = join_cwd(r->ctx->base_dir, sec->file);
+        sp_error err = {0};
+        size_t len = 0;
+        bool read = path && sp_secret_file_read(path, buf, &len, &err) == 0;
+        bool ok = read && sp_redactor_add(r->redactor, buf, len, &err) == 0;
+        explicit_bzero(buf, sizeof buf);
+        free(path);
+        if (!ok) {
+            const char *code = strcmp(err.code, "secret.too-large") == 0 ? "command.secret-too-large"
+                               : read ? "command.secret-invalid" : "command.secret-unavailable";
+            fail(out, code, false, json_pack("{s:s}", "secret", sec->name),
+                 "action %s: secret \"%s\" %s", r->action_id, sec->name,
+                 err.message[0] ? err.message : "cannot be read (out of memory)");
+            sp_error_clear(&err);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* What the attempt keeps of its stdout and stderr (NULL when out of memory). */
+static sp_attempt_logs *keep_logs(const cmd_run *r)
+{
+    const sp_proc_result *p = &r->res;
+    sp_log_stream o, e; /* each empty when out of memory */
+    sp_steplog_stream(p->out_tail ? p->out_tail : "", p->out_tail_len, p->out_total, r->redactor,
+                      &o);
+    sp_steplog_stream(p->err ? p->err : "", p->err_len, p->err_total, r->redactor, &e);
+    return sp_steplog_pair(&o, &e);
+}
+
+/* A redacted copy of *v in place (NULL stays NULL); false when two member
+ * names became equal or out of memory. */
+static bool redact_value(const sp_redactor *r, json_t **v)
+{
+    if (!*v)
+        return true;
+    bool collision = false;
+    json_t *copy = sp_redact_json(r, *v, &collision);
+    if (!copy)
+        return false;
+    json_decref(*v);
+    *v = copy;
+    return true;
+}
+
+/* No value the step reports keeps a secret: its output (a text output is
+ * its stdout) and its error are redacted like its logs. */
+static void redact_output(const cmd_run *r, sp_activity_output *out)
+{
+    if (sp_redactor_count(r->redactor) == 0)
+        return;
+    if (redact_value(r->redactor, &out->output) && redact_value(r->redactor, &out->error))
+        return;
+    sp_activity_output_free(out);
+    fail(out, "command.output-invalid", false, json_pack("{s:s}", "problem", "redaction"),
+         "action %s: the step's output could not be redacted (two member names became equal "
+         "after redaction, or out of memory)", r->action_id);
+}
+
 static void execute(cmd_run *r, const char *input, size_t input_len, sp_activity_output *out)
 {
-    if (sp_command_exec(r->ctx, r->spec, input, input_len, NULL, &r->res)) {
+    if (!read_secrets(r, out))
+        return;
+    sp_command_limits limits = {.log_ring = sp_steplog_ring(r->redactor)};
+    if (sp_command_exec(r->ctx, r->spec, input, input_len, &limits, &r->res)) {
         fail(out, "command.spawn", true, NULL, "action %s: out of memory", r->action_id);
         return;
     }
+    r->logs = keep_logs(r);
     map_end(r, out);
     check_declared(r, out);
+    redact_output(r, out);
+    out->logs = r->logs; /* last: the output helpers above reset `out` */
+    r->logs = NULL;
     sp_proc_result_free(&r->res);
 }
 
@@ -494,6 +609,7 @@ static int command_run(const sp_runner_ctx *ctx, const sp_runner_action *a, cons
         execute(&r, bytes, len, out);
     }
     free(bytes);
+    sp_redactor_free(r.redactor);
     sp_command_spec_free(&local);
     return out->kind == SP_OUTPUT_SUCCESS || out->error ? 0 : -1;
 }
@@ -511,7 +627,7 @@ static json_t *run_hook(const sp_runner_ctx *ctx, const sp_command_spec *hook,
     char *input = sp_json_encode_alloc(handle, NULL, NULL);
     if (!input)
         return NULL;
-    sp_command_limits limits = {default_timeout_ms, HOOK_STDOUT_MAX};
+    sp_command_limits limits = {default_timeout_ms, HOOK_STDOUT_MAX, 0};
     sp_proc_result res;
     json_t *doc = NULL;
     if (sp_command_exec(ctx, hook, input, strlen(input), &limits, &res) == 0) {
@@ -557,7 +673,7 @@ bool sp_command_hook_stop(const sp_runner_ctx *ctx, const sp_command_spec *hook,
     char *input = sp_json_encode_alloc(handle, NULL, NULL);
     if (!input)
         return false;
-    sp_command_limits limits = {SP_HOOK_TIMEOUT_DEFAULT_MS, HOOK_STDOUT_MAX};
+    sp_command_limits limits = {SP_HOOK_TIMEOUT_DEFAULT_MS, HOOK_STDOUT_MAX, 0};
     sp_proc_result res;
     bool stopped = false;
     if (sp_command_exec(ctx, hook, input, strlen(input), &limits, &res) == 0) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/action.h"
 #include "json/decimal.h"
 #include "runners/async_spec.h"
 #include "runners/registry.h"
@@ -14,7 +15,7 @@
 static const char *const KNOWN_MEMBERS[] = {"kind",   "effect", "outcomes",     "retry",
                                             "argv",   "cwd",    "env",          "timeoutMs",
                                             "output", "exitOutcomes", "description", "async",
-                                            NULL};
+                                            "secrets", NULL};
 /* A hook in command form: {"command": {argv, cwd?, env?, timeoutMs?}}. */
 static const char *const HOOK_MEMBERS[] = {"argv", "cwd", "env", "timeoutMs", NULL};
 
@@ -162,6 +163,20 @@ static int parse_exits(const char *id, const json_t *action, sp_command_spec *s,
     return 0;
 }
 
+/* A secret's name becomes the variable <NAME>_FILE: [A-Za-z_][A-Za-z0-9_]*,
+ * at most 64 bytes. */
+static bool secret_name_ok(const char *n)
+{
+    size_t len = strlen(n);
+    bool ok = len > 0 && len <= SP_COMMAND_SECRET_NAME_MAX;
+    for (size_t i = 0; ok && i < len; i++) {
+        char c = n[i];
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+             (i > 0 && c >= '0' && c <= '9');
+    }
+    return ok;
+}
+
 /* argv, cwd, env and timeoutMs: what an action and a hook share. */
 static int parse_process(const char *action_id, const json_t *obj, sp_command_spec *out,
                          sp_error *err)
@@ -189,6 +204,11 @@ int sp_command_spec_parse(const char *action_id, const json_t *action, sp_comman
         rc = parse_output(action_id, json_object_get(action, "output"), out, err);
     if (!rc)
         rc = parse_exits(action_id, action, out, err);
+    if (!rc)
+        rc = sp_secrets_parse(action_id, json_object_get(action, "secrets"), secret_name_ok,
+                              "secret names are letters, digits and '_' (at most 64, not starting "
+                              "with a digit): each becomes <NAME>_FILE",
+                              &out->secrets, &out->nsecrets, err);
     if (!rc && json_object_get(action, "async")) {
         out->async = calloc(1, sizeof *out->async);
         rc = out->async ? sp_async_spec_parse(action_id, action, SP_ASYNC_COMMAND, out->async, err)
@@ -222,6 +242,7 @@ void sp_command_spec_free(sp_command_spec *spec)
     free(spec->argv);
     free(spec->env);
     free(spec->exits);
+    free(spec->secrets);
     if (spec->async) {
         sp_async_spec_free(spec->async);
         free(spec->async);

@@ -1,6 +1,7 @@
 /*
  * command_spec.h - the fields of a `command` action (engine.md §5): argv,
- * cwd, env, timeoutMs, output, exitOutcomes.
+ * cwd, env, timeoutMs, output, exitOutcomes, and secrets (files the step
+ * reads through <NAME>_FILE; docs/workflows.md).
  *
  * What it is for: one parser used by `validate`/`start` (to reject a bad
  * action up front) and by the command runner (which parses again at run time
@@ -34,6 +35,7 @@ typedef struct sp_exit_outcome {
 
 struct sp_async_spec;
 
+
 typedef struct sp_command_spec {
     const char **argv; /* NULL-terminated; strings borrowed from the action */
     size_t argc;
@@ -46,10 +48,15 @@ typedef struct sp_command_spec {
     sp_exit_outcome *exits;
     size_t nexits;
     struct sp_async_spec *async; /* owned; NULL for a synchronous command */
+    struct sp_secret_ref *secrets; /* owned array of entries borrowed from the action
+                                      (agent/action.h); a relative file is relative to
+                                      the engine's base directory */
+    size_t nsecrets;
 } sp_command_spec;
 
 #define SP_COMMAND_ARGV_MAX 4096
 #define SP_COMMAND_ENV_MAX 1024
+#define SP_COMMAND_SECRET_NAME_MAX 64
 
 /* Parse `action` (kept alive by the caller). action.invalid on error. */
 int sp_command_spec_parse(const char *action_id, const json_t *action, sp_command_spec *out,
@@ -67,10 +74,13 @@ struct sp_proc_result;
 typedef struct sp_command_limits {
     uint64_t default_timeout_ms; /* when the spec has none; 0 = none */
     size_t stdout_max;           /* 0 = the runner's default (64 KiB) */
+    size_t log_ring;             /* keep the last this many bytes of stdout and of
+                                    stderr (step logs); 0 = stderr's 4 KiB tail only */
 } sp_command_limits;
 
 /* Run a parsed command (an action or a hook) to its end with the runner's
- * environment (engine env + spec env + SPORE_* identity), cwd rules and
+ * environment (engine env + spec env + SPORE_* identity + <NAME>_FILE of
+ * each secret), cwd rules and
  * process-group supervision (command.c). -1 only when out of memory (then
  * `res` holds nothing to free). */
 int sp_command_exec(const struct sp_runner_ctx *ctx, const sp_command_spec *spec,

@@ -9,6 +9,7 @@
  */
 #include "runners/component.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "runners/component_seal.h"
 #include "runners/component_spec.h"
 #include "runners/registry.h"
+#include "runners/steplog.h"
 #include "wasm/jail.h"
 #include "wasm/protocol.h"
 #include "wasm/world.h"
@@ -352,6 +354,18 @@ static int component_seal(const char *action_id, json_t *action, sp_seal_ctx *sc
     return sp_component_seal(sc, where, action_id, action, false, err);
 }
 
+/* What the attempt keeps for `spore logs`: its log file (the runner's `log`
+ * lines and the output of the processes it started, interleaved) as its
+ * stderr, pattern-redacted (a component action names no secrets). */
+static sp_attempt_logs *attempt_logs(const sp_runner_ctx *ctx)
+{
+    char path[PATH_MAX];
+    sp_log_stream out = {0}, err = {0};
+    if (sp_host_log_path(ctx, path, sizeof path))
+        sp_steplog_file(path, NULL, &err); /* none when out of memory */
+    return sp_steplog_pair(&out, &err);
+}
+
 static int component_run(const sp_runner_ctx *ctx, const sp_runner_action *a,
                          const json_t *input, sp_activity_output *out)
 {
@@ -395,6 +409,7 @@ static int component_run(const sp_runner_ctx *ctx, const sp_runner_action *a,
                     "action %s: spore_start trapped: %s", action_id, c.message);
     }
     call_free(&c);
+    out->logs = attempt_logs(ctx); /* last: the output helpers reset `out` */
     if (spec == &local)
         sp_component_spec_free(&local);
     return out->error || out->kind != SP_OUTPUT_FAILURE ? 0 : -1;
@@ -419,6 +434,8 @@ sp_holder_state sp_component_probe(const sp_runner_ctx *ctx, const char *action_
         s = sp_component_probe_response(action_id, action, c.doc, out, finished);
     }
     call_free(&c);
+    if (*finished) /* the held attempt ends: its log file has grown since its start */
+        out->logs = attempt_logs(ctx);
     return s;
 }
 

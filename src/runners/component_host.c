@@ -177,20 +177,26 @@ static bool get_key(sp_host *h, sp_error *err)
 
 static const char *or_empty(const char *s) { return s ? s : ""; }
 
+bool sp_host_log_path(const sp_runner_ctx *ctx, char *out, size_t n)
+{
+    char dir[PATH_MAX], sub[PATH_MAX];
+    sp_error err = {0};
+    snprintf(sub, sizeof sub, "logs/%s", or_empty(ctx->run_id)[0] ? ctx->run_id : "none");
+    bool ok = sp_cache_dir(sub, dir, sizeof dir, &err) == 0 &&
+              (size_t)snprintf(out, n, "%s/%s-%u.log", dir,
+                               or_empty(ctx->invocation_id)[0] ? ctx->invocation_id : "none",
+                               (unsigned)ctx->attempt) < n;
+    sp_error_clear(&err);
+    return ok;
+}
+
 /* The attempt's log file, opened (appending) on first use. */
 static int log_fd(sp_host *h)
 {
     if (h->log_fd >= 0)
         return h->log_fd;
-    char dir[PATH_MAX], sub[PATH_MAX];
-    sp_error err = {0};
-    snprintf(sub, sizeof sub, "logs/%s", or_empty(h->ctx->run_id)[0] ? h->ctx->run_id : "none");
-    if (sp_cache_dir(sub, dir, sizeof dir, &err) == 0 &&
-        (size_t)snprintf(h->log_path, sizeof h->log_path, "%s/%s-%u.log", dir,
-                         or_empty(h->ctx->invocation_id)[0] ? h->ctx->invocation_id : "none",
-                         (unsigned)h->ctx->attempt) < sizeof h->log_path)
+    if (sp_host_log_path(h->ctx, h->log_path, sizeof h->log_path))
         h->log_fd = open(h->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
-    sp_error_clear(&err);
     return h->log_fd;
 }
 

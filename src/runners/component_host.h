@@ -61,6 +61,11 @@ void sp_host_free(sp_host *h);
 /* The callbacks the jail calls (host->ctx = h). */
 sp_jail_host sp_host_jail(sp_host *h);
 
+/* The attempt's log file (component_cache.h: logs/<runId>/<invocationId>-
+ * <attempt>.log, its folder created): the runner's `log` lines and the
+ * output of the processes it started. False when it has no place. */
+bool sp_host_log_path(const sp_runner_ctx *ctx, char *out, size_t n);
+
 /* Serve one import (also what the jail calls). */
 int sp_host_import(void *h, int import, const char *request, size_t len, uint32_t cap,
                    uint64_t deadline_ms, int32_t *status, char **reply, size_t *reply_len);

@@ -66,8 +66,18 @@ void sp_stop_destroy(sp_stop_signal *s)
         close(fd);
 }
 
+void sp_attempt_logs_free(sp_attempt_logs *l)
+{
+    if (!l)
+        return;
+    free(l->out.text);
+    free(l->err.text);
+    free(l);
+}
+
 void sp_activity_output_free(sp_activity_output *o)
 {
+    sp_attempt_logs_free(o->logs);
     free(o->outcome);
     json_decref(o->output);
     json_decref(o->error);

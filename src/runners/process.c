@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/tail.h"
+
 extern char **environ;
 
 /* ---------------------------------------------------------------------------
@@ -330,9 +332,9 @@ typedef struct watch {
     int status, err_step, err_errno;
     char rep_buf[4 * sizeof(report)];
     size_t rep_len;
-    size_t out_max, tail_max;
-    char *ring;
-    uint64_t err_total;
+    size_t out_max;
+    sp_tail err_ring; /* the stderr tail */
+    sp_tail out_ring; /* the stdout tail (spec->stdout_tail) */
     uint64_t out_streamed; /* streaming: stdout bytes handed over */
     char scratch[16384];
 } watch;
@@ -468,6 +470,8 @@ static void read_stdout(watch *w)
     char *dst = room ? res->out + res->out_len : w->scratch;
     size_t cap = room ? w->out_max - res->out_len : sizeof w->scratch;
     ssize_t n = read(w->out_r, dst, cap);
+    if (n > 0)
+        sp_tail_put(&w->out_ring, dst, (size_t)n);
     if (n > 0 && room)
         res->out_len += (size_t)n;
     else if (n > 0)
@@ -476,28 +480,13 @@ static void read_stdout(watch *w)
         close_fd(&w->out_r);
 }
 
-static void ring_put(watch *w, const char *data, size_t n)
-{
-    size_t cap = w->tail_max;
-    if (n > cap) {
-        w->err_total += n - cap;
-        data += n - cap;
-        n = cap;
-    }
-    size_t pos = (size_t)(w->err_total % cap);
-    size_t first = n < cap - pos ? n : cap - pos;
-    memcpy(w->ring + pos, data, first);
-    memcpy(w->ring, data + first, n - first);
-    w->err_total += n;
-}
-
 static void read_stderr(watch *w)
 {
     ssize_t n = read(w->err_r, w->scratch, sizeof w->scratch);
     if (n > 0 && w->spec->on_stderr)
         w->spec->on_stderr(w->spec->stream_ctx, w->scratch, (size_t)n);
     else if (n > 0)
-        ring_put(w, w->scratch, (size_t)n);
+        sp_tail_put(&w->err_ring, w->scratch, (size_t)n);
     else if (n == 0 || (errno != EAGAIN && errno != EINTR))
         close_fd(&w->err_r);
 }
@@ -633,20 +622,16 @@ static void supervise(watch *w)
     }
 }
 
-static void take_stderr(watch *w)
+/* The tails into the result (a copy that fails leaves it empty). */
+static void take_tails(watch *w)
 {
     sp_proc_result *res = w->res;
-    size_t cap = w->tail_max;
-    size_t len = w->err_total < cap ? (size_t)w->err_total : cap;
-    res->err = malloc(len + 1);
-    if (!res->err)
-        return;
-    size_t start = w->err_total < cap ? 0 : (size_t)(w->err_total % cap);
-    memcpy(res->err, w->ring + start, len - start);
-    memcpy(res->err + (len - start), w->ring, start);
-    res->err[len] = '\0';
-    res->err_len = len;
-    res->err_cut = w->err_total > cap;
+    res->err = sp_tail_copy(&w->err_ring, &res->err_len);
+    res->err_cut = sp_tail_dropped(&w->err_ring) > 0;
+    res->err_total = w->err_ring.total;
+    res->out_total = w->out_ring.total;
+    if (w->spec->stdout_tail)
+        res->out_tail = sp_tail_copy(&w->out_ring, &res->out_tail_len);
 }
 
 /* How it ended. A kill we sent loses to an exit the command had already
@@ -683,9 +668,9 @@ static void drain_buffered(watch *w)
             break;
     }
     for (int i = 0; i < 64 && w->err_r >= 0; i++) {
-        uint64_t before = w->err_total;
+        uint64_t before = w->err_ring.total;
         read_stderr(w);
-        if (w->err_total == before)
+        if (w->err_ring.total == before)
             break;
     }
 }
@@ -699,7 +684,7 @@ static void finish(watch *w)
     while (waitpid(w->pgid, &status, 0) < 0 && errno == EINTR) {
     }
     verdict(w, status);
-    take_stderr(w);
+    take_tails(w);
     w->res->out[w->res->out_len] = '\0';
 }
 
@@ -707,15 +692,16 @@ static int prepare(watch *w, child_plan *plan)
 {
     const sp_proc_spec *spec = w->spec;
     w->out_max = spec->stdout_max ? spec->stdout_max : SP_PROC_STDOUT_MAX;
-    w->tail_max = spec->stderr_tail ? spec->stderr_tail : SP_PROC_STDERR_TAIL;
     w->res->out = malloc(w->out_max + 1);
-    w->ring = malloc(w->tail_max);
+    bool rings = sp_tail_init(&w->err_ring, spec->stderr_tail ? spec->stderr_tail
+                                                              : SP_PROC_STDERR_TAIL) == 0 &&
+                 sp_tail_init(&w->out_ring, spec->on_stdout ? 0 : spec->stdout_tail) == 0;
     if (spec->npass_fds > SP_PROC_PASS_MAX) {
         errno = EMFILE;
         return STEP_SETUP;
     }
     char **paths = exec_candidates(spec->argv[0], spec->envp);
-    if (!w->res->out || !w->ring || !paths) {
+    if (!w->res->out || !rings || !paths) {
         sp_proc_strv_free(paths);
         errno = ENOMEM;
         return STEP_SETUP;
@@ -787,7 +773,8 @@ void sp_proc_run(const sp_proc_spec *spec, sp_proc_result *res)
         spawn(w, &plan);
     }
     sp_proc_strv_free((char **)plan.paths);
-    free(w->ring);
+    sp_tail_free(&w->err_ring);
+    sp_tail_free(&w->out_ring);
     free(w);
     if (res->end == SP_PROC_SPAWN_FAILED && res->out)
         res->out[res->out_len] = '\0';
@@ -797,5 +784,6 @@ void sp_proc_result_free(sp_proc_result *res)
 {
     free(res->out);
     free(res->err);
+    free(res->out_tail);
     memset(res, 0, sizeof *res);
 }

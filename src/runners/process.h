@@ -3,7 +3,8 @@
  *
  * What it is for: run argv directly (never through a shell) with a given
  * environment and working directory, feed it bytes on stdin, capture the head
- * of stdout and the tail of stderr, and tell apart how it ended: exited with
+ * of stdout and the tail of stderr (and, for step logs, the tail of stdout),
+ * and tell apart how it ended: exited with
  * a code, killed by a signal the engine did not send, timed out, stopped by
  * the engine's stop signal, or never started.
  *
@@ -63,6 +64,8 @@ typedef struct sp_proc_spec {
     sp_stop_signal *stop;    /* may be NULL */
     size_t stdout_max;       /* 0 = SP_PROC_STDOUT_MAX */
     size_t stderr_tail;      /* 0 = SP_PROC_STDERR_TAIL */
+    size_t stdout_tail;      /* also keep the last this many bytes of stdout
+                                (res->out_tail; step logs); 0 = none */
     /* Descriptors the command gets (the only ones besides 0, 1, 2):
      * pass_fds[i] is descriptor SP_PROC_PASS_FD + i in it. At most
      * SP_PROC_PASS_MAX; the caller keeps its own and closes them. */
@@ -100,6 +103,11 @@ typedef struct sp_proc_result {
     char *err;     /* stderr tail in order, NUL-terminated; owned */
     size_t err_len;
     bool err_cut;  /* more than stderr_tail bytes came */
+    uint64_t err_total; /* stderr bytes that came */
+    char *out_tail; /* with spec->stdout_tail: the last bytes of stdout in
+                       order, NUL-terminated; owned (NULL otherwise) */
+    size_t out_tail_len;
+    uint64_t out_total; /* stdout bytes that came */
     pid_t pgid;    /* the group (= supervisor pid); 0 when nothing was forked */
     bool aborted;  /* streaming: on_stdout asked to stop and the group was killed */
 } sp_proc_result;

@@ -126,6 +126,23 @@ typedef enum sp_output_kind {
     SP_OUTPUT_HELD, /* an async start: the job runs on; `handle` identifies it */
 } sp_output_kind;
 
+/* What an attempt kept of one output stream for `spore logs` (authoring.md
+ * §5, runners/steplog.h): its last bytes, redacted with the action's
+ * secrets, valid UTF-8, at most 64 KiB; and how many earlier bytes were not
+ * kept. */
+typedef struct sp_log_stream {
+    char *text; /* owned, NUL-terminated */
+    size_t len;
+    uint64_t dropped;
+} sp_log_stream;
+
+typedef struct sp_attempt_logs {
+    sp_log_stream out, err; /* stdout, stderr */
+} sp_attempt_logs;
+
+/* Free the logs and what they hold (NULL is fine). */
+void sp_attempt_logs_free(sp_attempt_logs *l);
+
 /* What a runner reports (engine.md §4 step 4). */
 typedef struct sp_activity_output {
     sp_output_kind kind;
@@ -134,6 +151,10 @@ typedef struct sp_activity_output {
     json_t *error;  /* failure/unknown: {code, message, nodeId: null, details}; owned */
     bool retryable; /* failure only (unknown is always retryable) */
     json_t *handle; /* held: the holder handle (canonical, <= 4 KiB); owned */
+    /* What the attempt kept of its stdout and stderr, for any kind; owned.
+     * NULL for a kind without output (native). The sp_output_* helpers
+     * below reset `o`: a runner attaches its logs after them. */
+    sp_attempt_logs *logs;
 } sp_activity_output;
 
 void sp_activity_output_free(sp_activity_output *o);

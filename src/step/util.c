@@ -18,20 +18,13 @@
 #include <unistd.h>
 
 #include "agent/jsontape.h"
+#include "base/fdio.h"
 #include "step/step.h"
 
 char *step_read_fd_bounded(int fd, size_t max, size_t *len)
 {
     char *buf = malloc(max + 1);
-    size_t n = 0;
-    while (buf && n <= max) {
-        ssize_t r = read(fd, buf + n, max + 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
+    size_t n = buf ? sp_read_upto(fd, buf, max + 1) : 0;
     if (!buf || n > max) {
         free(buf);
         return NULL;

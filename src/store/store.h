@@ -713,6 +713,72 @@ sp_store_rc sp_store_get_blob(sp_store *s, const char *digest, void **bytes, siz
  * use; 32 random bytes), for sealed handles (runners.md §5). */
 sp_store_rc sp_store_secret(sp_store *s, unsigned char out[32], sp_error *err);
 
+/* ---- step logs (authoring.md §5, docs/authoring.md "Step logs"; ops_logs.c) ----
+ *
+ * What an attempt kept of its stdout and stderr: the last bytes of each,
+ * already redacted and made valid UTF-8 by its runner, and how many earlier
+ * bytes were not kept. One row per attempt, written in the tick's batch just
+ * before the attempt's result, read by `spore logs`. */
+
+#define SP_STORE_LOG_MAX (64u * 1024) /* bytes of one stream: quota/log.too-large */
+#define SP_STORE_LOG_PAGE_MAX 16      /* entries one list answers at most */
+
+typedef struct sp_log_tail {
+    const char *bytes; /* valid UTF-8 (conflict/log.invalid), NULL when len is 0 */
+    size_t len;        /* at most SP_STORE_LOG_MAX */
+    uint64_t dropped;  /* earlier bytes not kept (u63) */
+} sp_log_tail;
+
+/* Keep `out` and `err_tail` as the logs of the attempt `ref` names (key,
+ * invocation and attempt IDs; owner and fence are not checked, so a result
+ * that came after the lease keeps its logs too). The node and attempt
+ * number are the store's own. Idempotent without a receipt: a later put of
+ * the same attempt replaces the earlier one (a held attempt's log grows).
+ * not-found/attempt.not-found, quota/log.too-large, conflict/log.invalid,
+ * conflict/request.invalid. */
+sp_store_rc sp_store_put_attempt_log(sp_store *s, const sp_attempt_ref *ref,
+                                     const sp_log_tail *out, const sp_log_tail *err_tail,
+                                     sp_error *err);
+
+typedef struct sp_attempt_log {
+    char attempt_id[SP_ID_LEN + 16];
+    char invocation_id[SP_ID_LEN + 1];
+    char node_id[SP_STORE_ID_MAX + 1];
+    uint32_t attempt_number;
+    char status[16];      /* the attempt's: running | finished | expired */
+    char expire_reason[24]; /* expired: lease, deadline, ...; "" otherwise */
+    char *result;         /* its activity.result (canonical JSON), NULL without one */
+    uint64_t result_sequence; /* its result event's sequence, 0 while it has none */
+    uint64_t started_at_ms, ended_at_ms, logged_at_ms; /* ended 0: not ended */
+    char *out, *err;      /* owned, NUL-terminated */
+    size_t out_len, err_len;
+    uint64_t out_dropped, err_dropped;
+} sp_attempt_log;
+
+typedef struct sp_attempt_log_list {
+    sp_attempt_log *items;
+    size_t n;
+    char *next_cursor; /* the position after the last item; NULL when n is 0 */
+} sp_attempt_log_list;
+
+void sp_attempt_log_list_free(sp_attempt_log_list *l);
+
+typedef struct sp_attempt_log_query {
+    const char *node_id;      /* NULL: every node */
+    uint32_t attempt_number;  /* 0: every attempt number */
+    bool ended_only;          /* only attempts whose result event is stored */
+    const char *cursor;       /* a next_cursor, NULL: from the first */
+    size_t limit;             /* 0 or more than SP_STORE_LOG_PAGE_MAX: the max */
+} sp_attempt_log_query;
+
+/* The run's attempt logs in the order their attempts ended (their result
+ * events' sequence), then those of attempts without a result yet, by
+ * attempt ID. A store whose schema predates the logs answers none.
+ * conflict/cursor.invalid, conflict/request.invalid. */
+sp_store_rc sp_store_list_attempt_logs(sp_store *s, const sp_run_key *key,
+                                       const sp_attempt_log_query *q, sp_attempt_log_list *out,
+                                       sp_error *err);
+
 /* ---- group commit (step-path.md §2) ----
  *
  * The mutations this thread makes between sp_store_batch_begin and

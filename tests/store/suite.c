@@ -567,6 +567,7 @@ const store_test STORE_SUITE[] = {
     {"X05 held attempts: relative bounds, scan_held, takeover scope", store_x05_held_attempts},
     {"B01 batches: one commit, savepoints, abort, lazy write lock", store_b01_batches},
     {"T01 format 0.2 commands: timers, fire_timer, activity.cancel", store_t01_timers_and_cancel},
+    {"L01 step logs: put, replace, refusals, order, filters, pages, batches", store_l01_logs},
     {NULL, NULL},
 };
 

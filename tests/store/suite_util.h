@@ -69,5 +69,6 @@ void store_x05_held_attempts(store_env *e);
 void store_b01_batches(store_env *e);
 void store_t01_timers_and_cancel(store_env *e);
 void store_s15_settle(store_env *e);
+void store_l01_logs(store_env *e);
 
 #endif

@@ -911,7 +911,8 @@ PGconn *sp_pg_connect(const char *url)
     return PQconnectdbParams(keys, values, 1);
 }
 
-static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, sp_error *err)
+static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, bool writes,
+                           sp_error *err)
 {
     pg_conn *c = calloc(1, sizeof *c);
     if (!c || !remember_secrets(c, url)) {
@@ -933,7 +934,7 @@ static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, 
     if (rc == SP_STORE_OK)
         rc = session_setup(c, err);
     if (rc == SP_STORE_OK)
-        rc = sp_pg_schema_ensure(c, create, err);
+        rc = sp_pg_schema_ensure(c, create, writes, err);
     if (rc != SP_STORE_OK && strcmp(err->code, "store.not-found") == 0) {
         char *where = sp_pg_redact(url); /* never the password */
         sp_fail(err, "store.not-found",
@@ -951,7 +952,8 @@ static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, 
 
 sp_store *sp_pg_open(const char *url, const sp_store_open_opts *opts, sp_error *err)
 {
-    pg_conn *c = connect_to(url, opts->clock, opts->mode == SP_STORE_OPEN_OR_CREATE, err);
+    pg_conn *c = connect_to(url, opts->clock, opts->mode == SP_STORE_OPEN_OR_CREATE,
+                            !opts->reads_only, err);
     if (!c)
         return NULL;
     sp_store *s = calloc(1, sizeof *s);

@@ -78,7 +78,8 @@ sp_store_rc sp_pg_fail(pg_conn *c, const PGresult *res, const char *what, sp_err
  * -> OK; newer -> incompatible/schema.too-new; tables but no
  * schema_version -> incompatible/schema.unknown; empty -> created inside a
  * transaction that holds an advisory lock, so concurrent first connects do
- * not race. */
-sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, sp_error *err);
+ * not race. A connection that `writes` (any open but a reader's) adds to
+ * an existing version-1 store what later spores added to it (add_missing). */
+sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, bool writes, sp_error *err);
 
 #endif

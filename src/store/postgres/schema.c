@@ -46,6 +46,17 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
     " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"                             \
     "CREATE INDEX IF NOT EXISTS timers_due ON timers (due_at_ms, timer_id, tenant, run_id);"
 
+/* Step logs (authoring.md §5, src/store/ops_logs.c): added to version 1
+ * like the timers. */
+#define LOGS_DDL                                                                                   \
+    "CREATE TABLE IF NOT EXISTS attempt_logs ("                                                    \
+    " tenant " ID " NOT NULL, run_id " ID " NOT NULL, attempt_id " ID " NOT NULL,"                 \
+    " invocation_id " ID " NOT NULL, node_id " ID " NOT NULL, attempt_number BIGINT NOT NULL,"     \
+    " stdout BYTEA NOT NULL, stdout_dropped BIGINT NOT NULL,"                                      \
+    " stderr BYTEA NOT NULL, stderr_dropped BIGINT NOT NULL, at_ms BIGINT NOT NULL,"               \
+    " CONSTRAINT attempt_logs_pkey PRIMARY KEY (tenant, run_id, attempt_id),"                      \
+    " FOREIGN KEY (tenant, run_id, attempt_id) REFERENCES attempts (tenant, run_id, attempt_id));"
+
 /* Wake-ups (listen.c): a transaction that commits new work - an event, an
  * invocation becoming pending, a timer - notifies the schema's channel
  * (NOTIFY is delivered at commit, once per transaction and payload).
@@ -141,6 +152,7 @@ static const char DDL[] =
     " run_id " ID " NOT NULL, attempt_id " ID " NOT NULL, kind " ID " NOT NULL, reason " ID ","
     " evidence_digest " ID " NOT NULL, evidence TEXT NOT NULL, at_ms BIGINT NOT NULL);"
     TIMERS_DDL
+    LOGS_DDL
     NOTIFY_DDL
     "CREATE TABLE schema_version (version BIGINT NOT NULL);"
     "INSERT INTO schema_version (version) VALUES (1);";
@@ -226,12 +238,14 @@ static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
     " SELECT pg_advisory_xact_lock(1936748402, hashtext(current_schema()))"
 
 /* What later spores added to schema version 1 (the timers table, the
- * wake-up triggers), created under the schema lock when missing. */
+ * wake-up triggers, the attempt_logs table), created under the schema lock
+ * when missing. */
 static sp_store_rc add_missing(pg_conn *c, sp_error *err)
 {
     PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL AND EXISTS (SELECT 1"
                                   " FROM pg_trigger WHERE tgname = 'timers_notify'"
-                                  " AND tgrelid = to_regclass('timers'))");
+                                  " AND tgrelid = to_regclass('timers'))"
+                                  " AND to_regclass('attempt_logs') IS NOT NULL");
     sp_store_rc rc = SP_STORE_OK;
     bool present = false;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
@@ -243,21 +257,22 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
         return rc;
     rc = exec(c, LOCK_SCHEMA, "locking the schema", err);
     if (rc == SP_STORE_OK)
-        rc = exec(c, TIMERS_DDL NOTIFY_DDL, "adding the timers table and wake-up triggers", err);
+        rc = exec(c, TIMERS_DDL LOGS_DDL NOTIFY_DDL,
+                  "adding the timers and attempt_logs tables and wake-up triggers", err);
     if (rc) {
         PQclear(PQexec(c->db, "ROLLBACK"));
         return rc;
     }
-    return exec(c, "COMMIT", "adding the timers table", err);
+    return exec(c, "COMMIT", "adding the timers and attempt_logs tables", err);
 }
 
-sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, sp_error *err)
+sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, bool writes, sp_error *err)
 {
     schema_state st;
     sp_store_rc rc = read_state(c, &st, err);
     if (rc == SP_STORE_OK && st.versioned) {
         rc = read_version(c, err);
-        return rc == SP_STORE_OK && create ? add_missing(c, err) : rc;
+        return rc == SP_STORE_OK && (create || writes) ? add_missing(c, err) : rc;
     }
     if (rc)
         return rc;

@@ -32,6 +32,18 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes user_version 1")
     " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id)) WITHOUT ROWID;"               \
     "CREATE INDEX IF NOT EXISTS timers_due ON timers (due_at_ms, timer_id, tenant, run_id);"
 
+/* Step logs (authoring.md §5, src/store/ops_logs.c): added to version 1 like
+ * the timers. A rowid table: its rows hold up to 128 KiB of logs, too large
+ * for WITHOUT ROWID's clustered pages. */
+#define LOGS_DDL                                                                                   \
+    "CREATE TABLE IF NOT EXISTS attempt_logs ("                                                    \
+    " tenant TEXT NOT NULL, run_id TEXT NOT NULL, attempt_id TEXT NOT NULL,"                       \
+    " invocation_id TEXT NOT NULL, node_id TEXT NOT NULL, attempt_number INTEGER NOT NULL,"        \
+    " stdout BLOB NOT NULL, stdout_dropped INTEGER NOT NULL,"                                      \
+    " stderr BLOB NOT NULL, stderr_dropped INTEGER NOT NULL, at_ms INTEGER NOT NULL,"              \
+    " PRIMARY KEY (tenant, run_id, attempt_id),"                                                   \
+    " FOREIGN KEY (tenant, run_id, attempt_id) REFERENCES attempts (tenant, run_id, attempt_id));"
+
 static const char DDL[] =
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE packages (digest TEXT PRIMARY KEY, body TEXT NOT NULL);"
@@ -104,6 +116,7 @@ static const char DDL[] =
     " attempt_id TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT,"
     " evidence_digest TEXT NOT NULL, evidence TEXT NOT NULL, at_ms INTEGER NOT NULL);"
     TIMERS_DDL
+    LOGS_DDL
     "INSERT INTO meta (key, value) VALUES ('layout', '2');"
     "PRAGMA user_version = 1;";
 
@@ -193,13 +206,15 @@ sp_store_rc sp_sqlite_schema_add(sqlite3 *db, sp_error *err)
 {
     long long present = 0;
     sp_store_rc rc = read_int(
-        db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'timers'", &present,
-        err);
-    if (rc || present)
+        db,
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+        " AND name IN ('timers', 'attempt_logs')",
+        &present, err);
+    if (rc || present == 2)
         return rc;
-    int src = sqlite3_exec(db, "BEGIN IMMEDIATE;" TIMERS_DDL "COMMIT;", NULL, NULL, NULL);
+    int src = sqlite3_exec(db, "BEGIN IMMEDIATE;" TIMERS_DDL LOGS_DDL "COMMIT;", NULL, NULL, NULL);
     if (src != SQLITE_OK) {
-        rc = sp_sqlite_map(db, src, "adding the timers table", err);
+        rc = sp_sqlite_map(db, src, "adding the timers and attempt_logs tables", err);
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     }
     return rc;

@@ -38,7 +38,8 @@ sp_store_rc sp_sqlite_schema_ensure(sqlite3 *db, sp_error *err);
 sp_store_rc sp_sqlite_schema_check(sqlite3 *db, bool *empty, sp_error *err);
 
 /* Add to an existing version-1 store what later spores added to it without
- * a version change (the timers table of format 0.2); a no-op when present.
+ * a version change (the timers table of format 0.2, the attempt_logs table
+ * of step logs); a no-op when present.
  * Only for a connection that may write. */
 sp_store_rc sp_sqlite_schema_add(sqlite3 *db, sp_error *err);
 
