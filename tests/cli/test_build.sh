@@ -43,6 +43,21 @@ for twin in examples/*.json; do
   sp validate --json "$tmp/$name.spore"
   expect_json '.packageDigest == $d' "validate $name.spore" --arg d "$want"
 done
+# examples/runners is itself the folder twin of its detached-job.json, once
+# the runner module is built beside them (examples/README.md)
+detached="$(dirname "$spore")/runners/detached-job.wasm"
+if [ -f "$detached" ]; then
+  cp -r examples/runners "$tmp/runners-example"
+  cp "$detached" "$tmp/runners-example/"
+  sp validate --json "$tmp/runners-example/detached-job.json"
+  want=$(jq -r .packageDigest <<<"$out")
+  sp validate --json "$tmp/runners-example"
+  expect_rc 0 "validate the runners example folder"
+  expect_json '.packageDigest == $d' "the runners example folder: the digest of detached-job.json" \
+    --arg d "$want"
+else
+  fail "the example runner is not built ($detached)"
+fi
 [ ! -e spore.db ] || fail "validate or build created ./spore.db"
 
 # ---- reproducible: the same folder twice, byte for byte; beside, never inside ----
