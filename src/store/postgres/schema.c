@@ -216,7 +216,7 @@ static sp_store_rc exec(pg_conn *c, const char *sql, const char *what, sp_error 
 /* Inside the locked transaction: create the schema if nobody did meanwhile. */
 static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
 {
-    schema_state st;
+    schema_state st = {0};
     sp_store_rc rc = read_state(c, &st, err);
     if (rc)
         return rc;
@@ -268,7 +268,7 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
 
 sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, bool writes, sp_error *err)
 {
-    schema_state st;
+    schema_state st = {0};
     sp_store_rc rc = read_state(c, &st, err);
     if (rc == SP_STORE_OK && st.versioned) {
         rc = read_version(c, err);
