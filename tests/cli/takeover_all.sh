@@ -7,8 +7,12 @@
 # step of run L; worker A (--lease-ms 10000) claims four sleeping steps of
 # four runs; worker B starts; A is SIGKILLed. B (or D) finds A's lock free and
 # expires all four attempts at once (owner-dead), and B runs attempt 2 of
-# each: every attempt 2 starts, and every expiry is accepted, less than one
-# second after the kill (not after the lease). D's attempt is left alone.
+# each: every expiry is accepted, and every attempt 2 claimed by the
+# survivor, less than one second after the kill (not after the lease), both
+# by the store's clock; attempt 2's process then starts (its start is
+# printed, not bounded: that is the runner's process start, which under the
+# sanitizers on a loaded machine alone takes most of a second). D's attempt
+# is left alone.
 # Round 2: B claims three sleeping idempotent steps and one sleeping unsafe
 # step (after its effect); worker E starts; B is SIGKILLed; E takes the three
 # idempotent steps over the same way, and the unsafe one is expired at once
@@ -78,16 +82,19 @@ expired_fast() {
 }
 
 # resumed_fast <run> <t_kill> <victim pid> <survivor pid>: expired_fast, and
-# attempt 2 started less than one second after the kill in the survivor,
-# with attempt 1's effect key, and completed the run; no attempt 3.
+# attempt 2 claimed less than one second after the kill by the survivor,
+# run with attempt 1's effect key, and completed the run; no attempt 3.
 resumed_fast() {
-  local id=$1 t_kill=$2 victim=$3 survivor=$4 inv key t_start2
+  local id=$1 t_kill=$2 victim=$3 survivor=$4 inv key t_claim2 t_start2
   expired_fast "$id" work "$t_kill" "$victim"
   inv=$(inv_of "$id")
   key=$(log_field start "$id" work 1 5)
+  t_claim2=$(attempt_col "$inv.2" started_at_ms)
   t_start2=$(log_field start "$id" work 2 8)
-  echo "$id: attempt 2 started $((t_start2 - t_kill)) ms after the kill"
-  [ $((t_start2 - t_kill)) -lt 1000 ] || fail "$id: attempt 2 started $((t_start2 - t_kill)) ms after the kill, want under 1000 ms"
+  echo "$id: attempt 2 claimed $((t_claim2 - t_kill)) ms, its process started $((t_start2 - t_kill)) ms after the kill"
+  [[ "$t_claim2" =~ $decimal ]] || { fail "$id: attempt 2 has no claim time"; return 0; }
+  [ $((t_claim2 - t_kill)) -lt 1000 ] || fail "$id: attempt 2 claimed $((t_claim2 - t_kill)) ms after the kill, want under 1000 ms"
+  [ "$t_start2" -ge "$t_claim2" ] || fail "$id: attempt 2's process started before its claim"
   [ "$(attempt_col "$inv.2" owner_pid)" = "$survivor" ] || fail "$id: attempt 2 did not run in the surviving worker"
   [ "$(log_field start "$id" work 2 5)" = "$key" ] || fail "$id: attempt 2 ran under another effect key"
   wait_for 20 status_is "$id" completed || fail "$id: not completed (status $(run_status "$id"))"
