@@ -36,7 +36,6 @@ typedef struct sq_conn {
     pthread_mutex_t mu;
     sp_clock clock;
     sp_db_cache statements; /* sqlite3_stmt by SQL text */
-    sq_checkpointer *checkpointer; /* writers: the WAL checkpoint on a thread of its own */
 } sq_conn;
 
 /* ---- error mapping ---- */
@@ -297,10 +296,6 @@ static void sq_close(void *conn)
     if (!c)
         return;
     sp_db_cache_clear(&c->statements);
-    if (c->checkpointer) { /* its connection first: the last one to close removes the WAL */
-        sqlite3_wal_hook(c->db, NULL, NULL);
-        sq_checkpointer_free(c->checkpointer);
-    }
     sqlite3_close_v2(c->db);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -506,8 +501,6 @@ static sq_conn *open_conn(const char *path, const sp_store_open_opts *o, sp_erro
     }
     if (kind == SP_STORE_OK)
         kind = open_store_file(c, path, o, err);
-    if (kind == SP_STORE_OK && !o->reads_only && (c->checkpointer = sq_checkpointer_new(path)))
-        sqlite3_wal_hook(c->db, sq_checkpointer_hook, c->checkpointer);
     if (kind != SP_STORE_OK) {
         sq_close(c);
         return NULL;

@@ -43,12 +43,4 @@ sp_store_rc sp_sqlite_schema_check(sqlite3 *db, bool *empty, sp_error *err);
  * Only for a connection that may write. */
 sp_store_rc sp_sqlite_schema_add(sqlite3 *db, sp_error *err);
 
-/* The WAL checkpoint off the commit path (checkpoint.c): install
- * sq_checkpointer_hook as the writer connection's sqlite3_wal_hook with the
- * checkpointer as its argument; free it after that connection closed. */
-typedef struct sq_checkpointer sq_checkpointer;
-sq_checkpointer *sq_checkpointer_new(const char *path);
-int sq_checkpointer_hook(void *arg, sqlite3 *db, const char *schema, int pages);
-void sq_checkpointer_free(sq_checkpointer *k);
-
 #endif
