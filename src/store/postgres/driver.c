@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store/postgres/postgres.h"
 
@@ -427,6 +428,8 @@ static bool pending_result(pg_conn *c, int64_t expect, sp_store_rc *rcp, sp_erro
     return true;
 }
 
+static uint64_t mono_ms(void);
+
 /* Sync the pipeline: the pending writes' answers in order, then - when
  * `last` - the answer of the statement sent after them (*last: the
  * caller's to clear; NULL when there is none). One round trip. */
@@ -457,6 +460,8 @@ static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, sp_error *err)
     c->npending = 0;
     if (PQexitPipelineMode(c->db) != 1 && rc == SP_STORE_OK)
         rc = sp_pg_fail(c, NULL, "pipeline", err);
+    if (answered)
+        c->answered_ms = mono_ms();
     return rc;
 }
 
@@ -529,6 +534,8 @@ static sp_store_rc execute(pg_conn *c, const pg_stmt *st, const bound *b, size_t
                              "query", res, err);
     atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
     *res = PQexecPrepared(c->db, st->name, (int)n, b->values, b->lengths, b->formats, 1);
+    if (*res && PQstatus(c->db) == CONNECTION_OK)
+        c->answered_ms = mono_ms();
     return SP_STORE_OK;
 }
 
@@ -640,10 +647,44 @@ static const char *begin_sql(sp_db_tx mode)
     return "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE";
 }
 
+/* A connection the server answered this recently is taken to be alive: its
+ * BEGIN goes out with the transaction's first statements (one round trip
+ * less). An older one sends BEGIN alone first, so that a connection lost
+ * while idle is re-established before anything happened. */
+#define BEGIN_PIPELINED_MS 2000u
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* BEGIN into the pipeline, answered with the next sync (a failure there -
+ * the connection went - is that statement's answer; the next begin
+ * reconnects). */
+static bool begin_pipelined(pg_conn *c, const char *sql)
+{
+    if (!c->answered_ms || mono_ms() - c->answered_ms > BEGIN_PIPELINED_MS ||
+        c->npending == sizeof c->pending / sizeof c->pending[0])
+        return false;
+    if (PQpipelineStatus(c->db) == PQ_PIPELINE_OFF && PQenterPipelineMode(c->db) != 1)
+        return false;
+    if (PQsendQueryParams(c->db, sql, 0, NULL, NULL, NULL, NULL, 0) != 1) {
+        if (c->npending == 0)
+            PQexitPipelineMode(c->db);
+        return false;
+    }
+    c->pending[c->npending++] = -1;
+    return true;
+}
+
 static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
 {
     pg_conn *c = conn;
     pthread_mutex_lock(&c->mu);
+    if (PQstatus(c->db) == CONNECTION_OK && begin_sql(mode) && begin_pipelined(c, begin_sql(mode)))
+        return SP_STORE_OK;
     sp_store_rc rc = PQstatus(c->db) == CONNECTION_OK ? SP_STORE_OK : reconnect(c, err);
     PGresult *res = NULL;
     if (rc == SP_STORE_OK && begin_sql(mode) && !exec_ok(c, begin_sql(mode), &res)) {

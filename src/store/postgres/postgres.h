@@ -41,6 +41,7 @@ typedef struct pg_conn {
     int64_t pending[64];   /* each one's expected row count, -1: any */
     bool writes_answered;  /* the last sync answered every pending write, all applied */
     size_t npending;
+    uint64_t answered_ms; /* monotonic: when the server last answered (0: never) */
 } pg_conn;
 
 /* Open the store at `url` (in OR_CREATE mode creating the schema when the
