@@ -156,6 +156,10 @@ typedef struct sp_db_batch {
     bool request_alone; /* the open request runs outside it (a read before any write) */
     bool request_open;  /* a request's savepoint (or read) is open */
     bool request_write; /* ... and it is a write (a savepoint) */
+    bool request_bare;  /* ... the batch's first write request, run without a
+                         * savepoint on a driver whose writes answer at once
+                         * (SQLite): the transaction holds nothing else, so
+                         * its failure rolls the whole transaction back */
     size_t requests;    /* write requests released into the batch */
     sp_strlist before_commit, after_commit; /* deferred failpoints */
 } sp_db_batch;

@@ -6,7 +6,8 @@
  * that every driver error keeps its kind and stable code.
  *
  * Inside a batch (batch.c) held by the calling thread, a request's write
- * transaction is a savepoint of the batch's (begun by the first write) and
+ * transaction is a savepoint of the batch's (begun by the first write; the
+ * first write request needs none where writes answer at once) and
  * a read after that runs in the batch's transaction, so a request keeps all
  * its semantics but not its own flush.
  * Counts statements and durable commits for sp_store_counters.
@@ -94,6 +95,17 @@ static bool batch_request(sp_store *s, sp_db_tx mode)
     return lg_in_batch(s) && (s->batch.open || mode == SP_DB_WRITE);
 }
 
+/* A write request that the batch's transaction holds nothing before needs
+ * no savepoint of its own where writes answer at once (not a pipelining
+ * driver's, whose deferred errors only a RELEASE would surface): its
+ * failure rolls the whole transaction back. A sequential step - one
+ * request per batch - saves a SAVEPOINT, a RELEASE and the sub-journal's
+ * copies of the pages it changes. */
+static bool first_write_request(const sp_store *s)
+{
+    return s->batch.requests == 0 && !s->driver->write;
+}
+
 static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
 {
     if (lg_in_batch(s))
@@ -105,10 +117,12 @@ static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
     }
     sp_store_rc rc = lg_batch_open(s, err);
     bool write = mode == SP_DB_WRITE;
-    if (rc == SP_STORE_OK && write) /* sent with the request's first read */
+    bool bare = write && first_write_request(s);
+    if (rc == SP_STORE_OK && write && !bare) /* sent with the request's first read */
         rc = lg_write(s, "SAVEPOINT spore_request", NULL, 0, -1, err);
     if (rc == SP_STORE_OK)
-        s->batch.request_open = true, s->batch.request_write = write;
+        s->batch.request_open = true, s->batch.request_write = write,
+        s->batch.request_bare = bare;
     return rc;
 }
 
@@ -131,7 +145,10 @@ void lg_rollback(sp_store *s)
         s->driver->rollback(s->conn);
         return;
     }
-    if (s->batch.request_open && s->batch.request_write) {
+    if (s->batch.request_open && s->batch.request_bare) {
+        s->driver->rollback(s->conn); /* it held only this request */
+        s->batch.open = false;
+    } else if (s->batch.request_open && s->batch.request_write) {
         sp_error ignored = {0}; /* a failed rollback fails the batch's commit */
         lg_query(s, "ROLLBACK TO SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
         lg_query(s, "RELEASE SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
@@ -148,7 +165,9 @@ sp_store_rc lg_commit(sp_store *s, sp_error *err)
         return s->driver->commit(s->conn, err);
     }
     sp_store_rc rc = SP_STORE_OK;
-    if (s->batch.request_write) {
+    if (s->batch.request_bare) {
+        s->batch.requests++;
+    } else if (s->batch.request_write) {
         /* immediate: the request's deferred writes answer here, and one that
          * failed undoes the request alone, not the batch */
         rc = lg_query(s, "RELEASE SAVEPOINT spore_request", NULL, 0, NULL, NULL, err);

@@ -70,6 +70,26 @@ static void b01_abort(store_env *e, sp_store *other)
     CHECK(!visible(e->a, "b01_gone") && !visible(other, "b01_gone"));
 }
 
+/* The batch's first request fails (on SQLite it runs without a savepoint
+ * and its failure rolls the batch's transaction back): it leaves nothing,
+ * and the next request begins the transaction again and commits. */
+static void b01_first_fails(store_env *e, sp_store *other)
+{
+    sp_error err = {0};
+    sp_create_run_res r;
+    sp_run_key bad = fx_key("b01_first_bad"), d = fx_key("b01_d"), f = fx_key("b01_f");
+    uint64_t before = commits(e->a);
+    EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+    EXPECT(fx_create(e->a, &bad, "b01", &r, &err), &err, SP_STORE_CONFLICT, NULL);
+    CHECK(!sp_store_batch_writes(e->a));
+    EXPECT_OK(fx_create(e->a, &d, "b01d", &r, &err), &err);
+    EXPECT(fx_create(e->a, &bad, "b01", &r, &err), &err, SP_STORE_CONFLICT, NULL);
+    EXPECT_OK(fx_create(e->a, &f, "b01f", &r, &err), &err);
+    EXPECT_OK(sp_store_batch_commit(e->a, &err), &err);
+    CHECK_INT(commits(e->a) - before, 1);
+    CHECK(visible(other, "b01_d") && visible(other, "b01_f") && !visible(other, "b01_first_bad"));
+}
+
 /* A batch that has only read: another instance writes meanwhile, at once. */
 static void b01_reads_only(store_env *e, sp_store *other)
 {
@@ -109,6 +129,7 @@ void store_b01_batches(store_env *e)
     }
     b01_isolation(e, other);
     b01_abort(e, other);
+    b01_first_fails(e, other);
     b01_reads_only(e, other);
     b01_misuse(e);
     sp_store_close(other);
