@@ -140,11 +140,8 @@ static void cancel_local(sp_engine *e, const sp_kernel_decision *d)
     for (size_t i = 0; i < d->ncommands; i++) {
         if (strcmp(d->commands[i].kind, "activity.cancel") != 0)
             continue;
-        json_t *p = json_loadb(d->commands[i].payload, d->commands[i].payload_len, 0, NULL);
-        const char *id = json_string_value(json_object_get(p, "invocationId"));
-        if (id)
-            engine_cancel_durable(e, id);
-        json_decref(p);
+        if (d->commands[i].invocation_id[0])
+            engine_cancel_durable(e, d->commands[i].invocation_id);
     }
 }
 

@@ -21,7 +21,6 @@
 
 #include "engine/internal.h"
 #include "engine/ledger.h"
-#include "json/json.h"
 
 typedef struct settle_ctx {
     sp_engine *e;
@@ -34,23 +33,17 @@ typedef struct settle_ctx {
 } settle_ctx;
 
 /* The invocation a schedule or retry command makes pending, and its action
- * (NULL when the payload does not say: a retry names only the invocation). */
-static bool command_target(const sp_command_rec *c, char id[SP_ID_LEN + 1], char *action,
+ * ("" when the command does not say: a retry names only the invocation), as
+ * the kernel gave them beside the payload. */
+static bool command_target(const sp_kernel_command *c, char id[SP_ID_LEN + 1], char *action,
                            size_t action_cap)
 {
     bool schedule = strcmp(c->kind, "activity.schedule") == 0;
-    if (!schedule && strcmp(c->kind, "activity.retry") != 0)
+    if ((!schedule && strcmp(c->kind, "activity.retry") != 0) || !c->invocation_id[0])
         return false;
-    json_t *p = json_loadb(c->payload, c->payload_len, 0, NULL);
-    const char *inv = json_string_value(json_object_get(p, "invocationId"));
-    const char *act = json_string_value(json_object_get(p, "actionId"));
-    bool ok = inv && strlen(inv) <= SP_ID_LEN;
-    if (ok) {
-        snprintf(id, SP_ID_LEN + 1, "%s", inv);
-        snprintf(action, action_cap, "%s", schedule && act ? act : "");
-    }
-    json_decref(p);
-    return ok;
+    snprintf(id, SP_ID_LEN + 1, "%s", c->invocation_id);
+    snprintf(action, action_cap, "%s", schedule && c->action_id ? c->action_id : "");
+    return true;
 }
 
 /* The action of a command's invocation, as far as this attempt knows it. */
@@ -76,7 +69,7 @@ static int want_claims(settle_ctx *c)
     for (size_t i = 0; i < dc->d.ncommands && c->nclaim < n; i++) {
         char action[SP_STORE_ID_MAX + 1];
         char *id = c->claim[c->nclaim];
-        if (!command_target(&dc->cmds[i], id, action, sizeof action))
+        if (!command_target(&dc->d.commands[i], id, action, sizeof action))
             continue;
         const char *act = target_action(c, id, action);
         if (act && engine_workable(c->e, c->a->package_digest, act))

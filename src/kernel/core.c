@@ -125,24 +125,45 @@ int k_diagnose(kt *t, const char *code, const char *node_id, json_t *details)
     return 0;
 }
 
+/* The invocation and action a command's payload names (command_id and the
+ * rest are filled by k_command). False: out of memory. */
+static bool command_names(sp_kernel_command *c, const json_t *payload)
+{
+    const char *inv = json_string_value(json_object_get(payload, "invocationId"));
+    const char *act = json_string_value(json_object_get(payload, "actionId"));
+    snprintf(c->invocation_id, sizeof c->invocation_id, "%s",
+             inv && strlen(inv) <= SP_ID_LEN ? inv : "");
+    c->action_id = act ? strdup(act) : NULL;
+    return !act || c->action_id;
+}
+
 int k_command(kt *t, const char *kind, const char *activation_id, const char *ordinal,
               json_t *payload)
 {
+    sp_kernel_command names = {0};
+    if (payload && !command_names(&names, payload)) {
+        json_decref(payload);
+        return k_oom(t);
+    }
     size_t len;
     char *bytes = k_emit_bytes(t, payload, &len);
-    if (!bytes)
+    if (!bytes) {
+        free(names.action_id);
         return -1;
+    }
     if (t->ncmds == t->cmds_cap) {
         size_t cap = t->cmds_cap ? 2 * t->cmds_cap : 2;
         sp_kernel_command *c = realloc(t->cmds, cap * sizeof *c);
         if (!c) {
             free(bytes);
+            free(names.action_id);
             return k_oom(t);
         }
         t->cmds = c;
         t->cmds_cap = cap;
     }
     sp_kernel_command *c = &t->cmds[t->ncmds];
+    *c = names;
     const char *tenant = kt_str(t, "tenant"), *run = kt_str(t, "runId");
     sp_part p[4] = {{tenant, strlen(tenant)},
                     {run, strlen(run)},
@@ -155,6 +176,7 @@ int k_command(kt *t, const char *kind, const char *activation_id, const char *or
     c->payload_len = len;
     if (!c->activation_id) {
         free(bytes);
+        free(c->action_id);
         return k_oom(t);
     }
     t->ncmds++;

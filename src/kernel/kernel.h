@@ -114,6 +114,11 @@ typedef struct sp_kernel_command {
                          "activity.cancel", "timer.start", "timer.cancel" (static) */
     char *payload;    /* canonical JSON */
     size_t payload_len;
+    /* What the payload names, so a host need not parse it: its invocationId
+     * ("" when it has none: timers) and its actionId (NULL when it has none:
+     * a retry or cancel names only the invocation). */
+    char invocation_id[SP_ID_LEN + 1];
+    char *action_id;
 } sp_kernel_command;
 
 typedef struct sp_kernel_diagnostic {

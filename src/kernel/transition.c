@@ -205,6 +205,7 @@ static void free_outputs(sp_kernel_command *cmds, size_t ncmds, sp_kernel_diagno
     for (size_t i = 0; i < ncmds; i++) {
         free(cmds[i].activation_id);
         free(cmds[i].payload);
+        free(cmds[i].action_id);
     }
     for (size_t i = 0; i < ndiags; i++) {
         free(diags[i].node_id);
