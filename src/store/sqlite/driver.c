@@ -493,7 +493,8 @@ static sq_conn *open_conn(const char *path, const sp_store_open_opts *o, sp_erro
     c->clock = o->clock ? *o->clock : sp_clock_system();
     c->statements.release = finalize_statement;
     pthread_mutex_init(&c->mu, NULL);
-    int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                             sp_sqlite_vfs_ready() ? SP_SQLITE_VFS : NULL);
     sp_store_rc kind = rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(c->db, rc, "open", err);
     if (kind == SP_STORE_OK) { /* before the first read: another process may be creating it */
         sqlite3_extended_result_codes(c->db, 1);

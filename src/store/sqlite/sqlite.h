@@ -1,6 +1,6 @@
 /*
  * sqlite.h - private interface of the SQLite adapter (store.md §4): the
- * driver (driver.c) and its schema (schema.c).
+ * driver (driver.c), its schema (schema.c) and its VFS (vfs.c).
  *
  * What it is for: sp_store_open() hands a path here and gets a store whose
  * driver runs the shared logic on one SQLite connection.
@@ -42,5 +42,12 @@ sp_store_rc sp_sqlite_schema_check(sqlite3 *db, bool *empty, sp_error *err);
  * of step logs); a no-op when present.
  * Only for a connection that may write. */
 sp_store_rc sp_sqlite_schema_add(sqlite3 *db, sp_error *err);
+
+/* The store's VFS (vfs.c): the default one, with the -wal file's
+ * consecutive writes handed to it as one write at its next sync, read,
+ * truncate or close. Registered (not as the default) on the first call;
+ * false when it could not be, and the default VFS is used. */
+#define SP_SQLITE_VFS "spore"
+bool sp_sqlite_vfs_ready(void);
 
 #endif
