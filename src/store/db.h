@@ -134,16 +134,24 @@ sp_store_rc sp_db_check_schema_version(long long version, sp_error *err);
 
 /* A driver's per-connection cache of prepared statements, keyed by the
  * statement's text (plus whatever a driver appends to it). Entries own a
- * copy of the key and a driver object released by `release`. */
+ * copy of the key and a driver object released by `release`. A key's
+ * address is remembered beside the entry it found last: most keys are
+ * string literals, so the next lookup compares the text at once instead of
+ * hashing it first. */
 #define SP_DB_CACHE_BUCKETS 128
+#define SP_DB_CACHE_RECENT 64
 typedef struct sp_db_cache_entry sp_db_cache_entry;
 typedef struct sp_db_cache {
     sp_db_cache_entry *buckets[SP_DB_CACHE_BUCKETS];
+    struct {
+        const char *key; /* an address the text was last looked up at */
+        sp_db_cache_entry *entry;
+    } recent[SP_DB_CACHE_RECENT];
     void (*release)(void *stmt);
 } sp_db_cache;
 
 /* The cached statement for `key`, or NULL. */
-void *sp_db_cache_get(const sp_db_cache *c, const char *key, size_t key_len);
+void *sp_db_cache_get(sp_db_cache *c, const char *key, size_t key_len);
 /* Add `stmt` under `key`; false on out-of-memory (the caller releases stmt). */
 bool sp_db_cache_put(sp_db_cache *c, const char *key, size_t key_len, void *stmt);
 /* Release every entry (the cache stays usable). */

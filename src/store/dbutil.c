@@ -9,6 +9,7 @@
  *
  * What it must never do: know which driver it serves, or talk to a database.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,11 +30,27 @@ static size_t bucket_of(const char *key, size_t len)
     return (size_t)(h % SP_DB_CACHE_BUCKETS);
 }
 
-void *sp_db_cache_get(const sp_db_cache *c, const char *key, size_t key_len)
+static bool same_key(const sp_db_cache_entry *e, const char *key, size_t key_len)
 {
+    return e->key_len == key_len && memcmp(e->key, key, key_len) == 0;
+}
+
+static size_t recent_slot(const char *key)
+{
+    return (size_t)(((uintptr_t)key >> 3) % SP_DB_CACHE_RECENT);
+}
+
+void *sp_db_cache_get(sp_db_cache *c, const char *key, size_t key_len)
+{
+    size_t slot = recent_slot(key);
+    sp_db_cache_entry *r = c->recent[slot].entry;
+    if (r && c->recent[slot].key == key && same_key(r, key, key_len))
+        return r->stmt; /* the text is compared all the same: an address is reused */
     for (sp_db_cache_entry *e = c->buckets[bucket_of(key, key_len)]; e; e = e->next)
-        if (e->key_len == key_len && memcmp(e->key, key, key_len) == 0)
+        if (same_key(e, key, key_len)) {
+            c->recent[slot].key = key, c->recent[slot].entry = e;
             return e->stmt;
+        }
     return NULL;
 }
 
@@ -65,6 +82,7 @@ void sp_db_cache_clear(sp_db_cache *c)
             free(e->key);
             free(e);
         }
+    memset(c->recent, 0, sizeof c->recent);
 }
 
 sp_store_rc sp_db_check_schema_version(long long version, sp_error *err)
