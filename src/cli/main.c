@@ -73,9 +73,13 @@ static const command COMMANDS[] = {
 
 static int print_version(void)
 {
-    const sp_kernel_descriptor *d = sp_kernel_describe();
-    printf("spore %s (kernel semantics %s, %s, %s)\n", SPORE_VERSION, d->semantics_version,
-           d->graph_format_version, d->codec_version);
+    size_t n = 0;
+    const sp_kernel_descriptor *d = sp_kernel_describe_all(&n);
+    printf("spore %s (kernel", SPORE_VERSION);
+    for (size_t i = 0; i < n; i++)
+        printf("%s semantics %s for %s", i ? ";" : "", d[i].semantics_version,
+               d[i].graph_format_version);
+    printf("; codec %s)\n", d[0].codec_version);
     return EXIT_OK;
 }
 

@@ -180,6 +180,11 @@ void sp_kernel_state_free(sp_kernel_state *s);
 /* digest::decision of a decision (kernel.md §7.3). */
 void sp_kernel_decision_digest(const sp_kernel_decision *d, char out[SP_DIGEST_TEXT_LEN + 1]);
 
+/* The descriptor of kernel.md §7.1 (semantics 0.1, the conformance
+ * vocabulary). */
 const sp_kernel_descriptor *sp_kernel_describe(void);
+/* Every semantics this kernel speaks, oldest first (0.1, then 0.2 with its
+ * format spore.workflow/0.2): *n descriptors. */
+const sp_kernel_descriptor *sp_kernel_describe_all(size_t *n);
 
 #endif

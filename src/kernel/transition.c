@@ -340,9 +340,15 @@ sp_kernel_limits sp_kernel_default_limits(const char *semantics_version)
     return SP_KERNEL_DEFAULT_LIMITS;
 }
 
-const sp_kernel_descriptor *sp_kernel_describe(void)
+static const sp_kernel_descriptor DESCRIPTORS[] = {
+    {SP_ABI_VERSION, SP_SEMANTICS_VERSION, SP_WORKFLOW_FORMAT, SP_CODEC_VERSION},
+    {SP_ABI_VERSION, SP_SEMANTICS_VERSION_02, SP_WORKFLOW_FORMAT_02, SP_CODEC_VERSION},
+};
+
+const sp_kernel_descriptor *sp_kernel_describe(void) { return &DESCRIPTORS[0]; }
+
+const sp_kernel_descriptor *sp_kernel_describe_all(size_t *n)
 {
-    static const sp_kernel_descriptor d = {SP_ABI_VERSION, SP_SEMANTICS_VERSION,
-                                           SP_WORKFLOW_FORMAT, SP_CODEC_VERSION};
-    return &d;
+    *n = sizeof DESCRIPTORS / sizeof DESCRIPTORS[0];
+    return DESCRIPTORS;
 }

@@ -196,6 +196,7 @@ run version --version
 expect_rc 0 "spore --version"
 [[ "$out" == spore\ * ]] || fail "spore --version: \"$out\" does not start with \"spore \""
 [[ "$out" == *"semantics 0.1"* ]] || fail "spore --version: \"$out\" does not mention semantics 0.1"
+[[ "$out" == *"semantics 0.2 for spore.workflow/0.2"* ]] || fail "spore --version: \"$out\" does not mention semantics 0.2"
 
 # ---- validate never creates a database (or any other file) ----
 mkdir "$tmp/cwd"
