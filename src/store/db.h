@@ -79,6 +79,13 @@ struct sp_store_listener {
     void (*stop)(struct sp_store_listener *self); /* stop its thread, free it */
 };
 
+/* One read of a query_all exchange. */
+typedef struct sp_db_read {
+    const char *sql;
+    const sp_db_val *params;
+    size_t nparams;
+} sp_db_read;
+
 typedef struct sp_db_driver {
     const char *name; /* "sqlite" | "postgres" */
     sp_db_dialect dialect;
@@ -120,6 +127,14 @@ typedef struct sp_db_driver {
      * rollback discards what is pending. */
     sp_store_rc (*write)(void *conn, const char *sql, const sp_db_val *params, size_t nparams,
                          int64_t expect_rows, sp_error *err);
+    /* Optional (NULL: the shared logic runs them one by one with query):
+     * `n` reads run in order in one exchange, each after the one before it
+     * has finished (its lock waits included), so each sees what was
+     * committed before it began (PostgreSQL: pipelined behind one sync).
+     * outs[i] receives read i's rows; the first failure is the answer, and
+     * then no out holds rows. */
+    sp_store_rc (*query_all)(void *conn, const struct sp_db_read *reads, size_t n,
+                             sp_db_rows *outs, sp_error *err);
 } sp_db_driver;
 
 /* ---- shared by the drivers (dbutil.c) ---- */

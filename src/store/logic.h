@@ -95,6 +95,9 @@ uint64_t lg_now(sp_store *s);
 
 sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
                      sp_db_rows *out, int64_t *changes, sp_error *err);
+/* `n` reads in order in one exchange where the driver can (query_all). */
+sp_store_rc lg_query_all(sp_store *s, const sp_db_read *reads, size_t n, sp_db_rows *outs,
+                         sp_error *err);
 
 #define LG_PARAMS(...) ((const sp_db_val[]){__VA_ARGS__})
 #define LG_NPARAMS(...) (sizeof((const sp_db_val[]){__VA_ARGS__}) / sizeof(sp_db_val))

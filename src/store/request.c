@@ -296,40 +296,58 @@ static sp_store_rc request_digest(const char *op, json_t *body, char *out, sp_er
 #define KNOWN_RECEIPT_VALUE 1
 #define KNOWN_ATTEMPT 2
 
-static sp_store_rc lock_run(lg_mut *m, sp_error *err)
+/* The run row, locked (PostgreSQL: FOR UPDATE, with the database's clock
+ * sampled once the lock is held), into `sql`. */
+static void lock_sql(const lg_mut *m, char *sql, size_t cap)
 {
     const char *now_sql = m->s->driver->now_sql ? m->s->driver->now_sql(m->s->conn) : NULL;
-    char sql[1024];
     if (now_sql)
-        snprintf(sql, sizeof sql,
+        snprintf(sql, cap,
                  "WITH r AS MATERIALIZED (SELECT " LG_RUN_COLS
                  " FROM runs WHERE tenant = ? AND run_id = ?%s) SELECT r.*, %s FROM r",
                  m->s->driver->dialect.for_update, now_sql);
     else
-        snprintf(sql, sizeof sql,
+        snprintf(sql, cap,
                  "SELECT " LG_RUN_COLS ", NULL FROM runs WHERE tenant = ? AND run_id = ?%s",
                  m->s->driver->dialect.for_update);
-    return LG_Q(m->s, &m->run, err, sql, DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id));
 }
 
-static sp_store_rc read_known(lg_mut *m, const char *request_id, const sp_attempt_ref *attempt,
-                              sp_error *err)
+/* Lock the run, then read what the request already knows - its receipt
+ * and (for a request about an attempt) the attempt's row - as two reads of
+ * one exchange: the second runs once the first holds the lock, so it sees
+ * every commit before the lock (under PostgreSQL's READ COMMITTED one
+ * statement could not: its other tables would be read in the snapshot
+ * taken before the lock wait). */
+static sp_store_rc lock_and_read_known(lg_mut *m, const char *request_id,
+                                       const sp_attempt_ref *attempt, sp_error *err)
 {
     const char *t = m->key->tenant, *r = m->key->run_id;
-    if (!attempt)
-        return LG_Q(m->s, &m->known, err,
-                    "SELECT rc.request_digest, rc.value FROM (SELECT 1 AS one) d"
-                    " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ?"
-                    " AND rc.request_id = ?",
-                    DB_TEXT(t), DB_TEXT(r), DB_TEXT(request_id));
-    m->prefetched = attempt;
-    return LG_Q(m->s, &m->known, err,
-                "SELECT rc.request_digest, rc.value, a.invocation_id, a.attempt_number, a.owner,"
-                " a.fence, a.lease_until_ms, a.deadline_ms, a.status FROM (SELECT 1 AS one) d"
-                " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ? AND rc.request_id = ?"
-                " LEFT JOIN attempts a ON a.tenant = ? AND a.run_id = ? AND a.attempt_id = ?",
-                DB_TEXT(t), DB_TEXT(r), DB_TEXT(request_id), DB_TEXT(t), DB_TEXT(r),
-                DB_TEXT(attempt->attempt_id));
+    char sql[1024];
+    lock_sql(m, sql, sizeof sql);
+    const sp_db_val lock_params[] = {DB_TEXT(t), DB_TEXT(r)};
+    const sp_db_val receipt_params[] = {DB_TEXT(t), DB_TEXT(r), DB_TEXT(request_id)};
+    sp_db_read reads[2] = {{sql, lock_params, 2},
+                           {"SELECT rc.request_digest, rc.value FROM (SELECT 1 AS one) d"
+                            " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ?"
+                            " AND rc.request_id = ?",
+                            receipt_params, 3}};
+    const sp_db_val known_params[] = {DB_TEXT(t), DB_TEXT(r), DB_TEXT(request_id),
+                                      DB_TEXT(t), DB_TEXT(r),
+                                      DB_TEXT(attempt ? attempt->attempt_id : "")};
+    if (attempt) {
+        m->prefetched = attempt;
+        reads[1] = (sp_db_read){
+            "SELECT rc.request_digest, rc.value, a.invocation_id, a.attempt_number, a.owner,"
+            " a.fence, a.lease_until_ms, a.deadline_ms, a.status FROM (SELECT 1 AS one) d"
+            " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ? AND rc.request_id = ?"
+            " LEFT JOIN attempts a ON a.tenant = ? AND a.run_id = ? AND a.attempt_id = ?",
+            known_params, 6};
+    }
+    sp_db_rows outs[2];
+    sp_store_rc rc = lg_query_all(m->s, reads, 2, outs, err);
+    m->run = outs[0];
+    m->known = outs[1];
+    return rc;
 }
 
 bool lg_run_exists(const lg_mut *m) { return m->run.nrows == 1; }
@@ -423,9 +441,7 @@ static sp_store_rc finish_applied(lg_mut *m, const lg_op *op, const char *reques
 static sp_store_rc run_locked(lg_mut *m, const lg_op *op, const char *request_id,
                               const char *digest, const void *req, json_t **stored, sp_error *err)
 {
-    sp_store_rc rc = lock_run(m, err);
-    if (rc == SP_STORE_OK)
-        rc = read_known(m, request_id, op->attempt ? op->attempt(req) : NULL, err);
+    sp_store_rc rc = lock_and_read_known(m, request_id, op->attempt ? op->attempt(req) : NULL, err);
     if (rc == SP_STORE_OK)
         rc = receipt_first(m, request_id, digest, stored, err);
     if (rc || *stored)

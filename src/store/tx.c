@@ -217,6 +217,24 @@ sp_store_rc lg_write1(sp_store *s, const char *sql, const sp_db_val *params, siz
     return lg_write(s, sql, params, nparams, 1, err);
 }
 
+sp_store_rc lg_query_all(sp_store *s, const sp_db_read *reads, size_t n, sp_db_rows *outs,
+                         sp_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        outs[i] = (sp_db_rows){0};
+    if (s->driver->query_all) {
+        atomic_fetch_add_explicit(&s->statements, n, memory_order_relaxed);
+        return s->driver->query_all(s->conn, reads, n, outs, err);
+    }
+    sp_store_rc rc = SP_STORE_OK;
+    for (size_t i = 0; i < n && rc == SP_STORE_OK; i++)
+        rc = lg_query(s, reads[i].sql, reads[i].params, reads[i].nparams, &outs[i], NULL, err);
+    if (rc)
+        for (size_t i = 0; i < n; i++)
+            sp_db_rows_free(&outs[i]);
+    return rc;
+}
+
 sp_store_rc lg_query_or_write(sp_store *s, const char *sql, const sp_db_val *params,
                               size_t nparams, sp_db_rows *out, sp_error *err)
 {

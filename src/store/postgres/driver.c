@@ -430,10 +430,10 @@ static bool pending_result(pg_conn *c, int64_t expect, sp_store_rc *rcp, sp_erro
 
 static uint64_t mono_ms(void);
 
-/* Sync the pipeline: the pending writes' answers in order, then - when
- * `last` - the answer of the statement sent after them (*last: the
- * caller's to clear; NULL when there is none). One round trip. */
-static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, sp_error *err)
+/* Sync the pipeline: the pending writes' answers in order, then the
+ * answers of the `nlast` statements sent after them (last[i]: the caller's
+ * to clear; NULL when there is none). One round trip. */
+static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, size_t nlast, sp_error *err)
 {
     atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
     sp_store_rc rc = SP_STORE_OK;
@@ -443,9 +443,11 @@ static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, sp_error *err)
     for (size_t i = 0; i < c->npending && answered; i++)
         answered = pending_result(c, c->pending[i], &rc, err);
     c->writes_answered = answered && rc == SP_STORE_OK;
-    if (last && answered) {
-        *last = PQgetResult(c->db);
-        if (*last)
+    for (size_t i = 0; i < nlast; i++)
+        last[i] = NULL;
+    for (size_t i = 0; i < nlast && answered; i++) {
+        last[i] = PQgetResult(c->db);
+        if (last[i])
             PQclear(PQgetResult(c->db)); /* the NULL that ends its results */
         else
             answered = false, rc = rc ? rc : sp_pg_fail(c, NULL, "pipeline", err);
@@ -467,7 +469,7 @@ static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, sp_error *err)
 
 static sp_store_rc flush(pg_conn *c, sp_error *err)
 {
-    return c->npending == 0 ? SP_STORE_OK : sync_pipeline(c, NULL, err);
+    return c->npending == 0 ? SP_STORE_OK : sync_pipeline(c, NULL, 0, err);
 }
 
 /* After `rc` (a flush's answer): the statement prepared and its parameters
@@ -505,7 +507,8 @@ static sp_store_rc pg_write(void *conn, const char *sql, const sp_db_val *params
 static sp_store_rc joined_answer(pg_conn *c, bool sent, const char *what, PGresult **res,
                                  sp_error *err)
 {
-    *res = NULL;
+    if (res)
+        *res = NULL;
     if (!sent) {
         sp_store_rc failed = sp_pg_fail(c, NULL, what, err);
         sp_error ignored = {0};
@@ -514,7 +517,7 @@ static sp_store_rc joined_answer(pg_conn *c, bool sent, const char *what, PGresu
         c->writes_answered = false;
         return failed;
     }
-    sp_store_rc rc = sync_pipeline(c, res, err);
+    sp_store_rc rc = sync_pipeline(c, res, 1, err);
     if (rc) {
         PQclear(*res);
         *res = NULL;
@@ -569,6 +572,65 @@ static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params
         *changes = tuples && *tuples ? strtoll(tuples, NULL, 10) : 0;
     }
     PQclear(res);
+    return rc;
+}
+
+/* An answered read's rows into *out; its failure otherwise. */
+static sp_store_rc read_answer(pg_conn *c, const PGresult *res, sp_db_rows *out, sp_error *err)
+{
+    ExecStatusType status = PQresultStatus(res);
+    if (status == PGRES_TUPLES_OK)
+        return read_rows(res, out, err);
+    if (status == PGRES_PIPELINE_ABORTED) {
+        sp_fail(err, "store.io", "postgres: a pipelined read was skipped");
+        return SP_STORE_UNAVAILABLE;
+    }
+    return sp_pg_fail(c, res, "query", err);
+}
+
+enum { READS_MAX = 4 };
+
+/* Reads sent one after the other behind the pending writes, one sync for
+ * all: the server runs each after the one before it has finished. */
+static sp_store_rc pg_query_all(void *conn, const sp_db_read *reads, size_t n, sp_db_rows *outs,
+                                sp_error *err)
+{
+    pg_conn *c = conn;
+    sp_store_rc rc = SP_STORE_OK;
+    if (n > READS_MAX) { /* not pipelined: one by one */
+        for (size_t i = 0; i < n && rc == SP_STORE_OK; i++)
+            rc = pg_query(c, reads[i].sql, reads[i].params, reads[i].nparams, &outs[i], NULL, err);
+        return rc;
+    }
+    pg_stmt *st[READS_MAX] = {0};
+    bound b[READS_MAX] = {0};
+    for (size_t i = 0; i < n; i++)
+        rc = ready(c, rc, reads[i].sql, reads[i].params, reads[i].nparams, &st[i], &b[i], err);
+    bool sent = rc == SP_STORE_OK && (PQpipelineStatus(c->db) != PQ_PIPELINE_OFF ||
+                                      PQenterPipelineMode(c->db) == 1);
+    for (size_t i = 0; i < n && sent; i++)
+        sent = PQsendQueryPrepared(c->db, st[i]->name, (int)reads[i].nparams, b[i].values,
+                                   b[i].lengths, b[i].formats, 1) == 1;
+    for (size_t i = 0; i < n; i++)
+        bound_free(&b[i]);
+    if (rc) { /* nothing sent: what is pending is rolled back with the rest */
+        sp_error ignored = {0};
+        flush(c, &ignored);
+        sp_error_clear(&ignored);
+        return rc;
+    }
+    if (!sent) /* as joined_answer: the connection is gone or going */
+        return joined_answer(c, false, "query", NULL, err);
+    PGresult *res[READS_MAX] = {0};
+    rc = sync_pipeline(c, res, n, err);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == SP_STORE_OK)
+            rc = read_answer(c, res[i], &outs[i], err);
+        PQclear(res[i]);
+    }
+    if (rc)
+        for (size_t i = 0; i < n; i++)
+            sp_db_rows_free(&outs[i]);
     return rc;
 }
 
@@ -831,6 +893,7 @@ static const sp_db_driver PG_DRIVER = {
     .listen = sp_pg_listen,
     .round_trips = pg_round_trips,
     .write = pg_write,
+    .query_all = pg_query_all,
 };
 
 /* ---- the URL ---- */
