@@ -80,7 +80,9 @@ static void hold(inflight *a, const sp_activity_output *out)
     free(handle);
 }
 
-static void report(inflight *a, sp_tick_stats *stats)
+/* Report a settled attempt; true when its settle left nothing for the
+ * pass's scans. */
+static bool report(inflight *a, sp_tick_stats *stats)
 {
     sp_engine *e = a->engine;
     const sp_activity_output *out = &a->out;
@@ -89,7 +91,7 @@ static void report(inflight *a, sp_tick_stats *stats)
         ledger_put_log(e, &a->claim.attempt, out->logs);
     if (out->kind == SP_OUTPUT_HELD) {
         hold(a, out);
-        return;
+        return false;
     }
     const sp_schema *schema =
         out->kind == SP_OUTPUT_SUCCESS
@@ -104,15 +106,16 @@ static void report(inflight *a, sp_tick_stats *stats)
         sp_activity_output_free(&checked);
     if (!body) { /* out of memory: report nothing; the lease decides */
         sp_error_clear(&err);
-        return;
+        return false;
     }
     if (a->lost) {
         record_late(a, body, len, a->cancelled ? "result-after-cancel" : "result-after-lease-lost");
         free(body);
-        return;
+        return false;
     }
-    engine_settle(e, a, body, len, stats);
+    bool clean = engine_settle(e, a, body, len, stats);
     free(body);
+    return clean;
 }
 
 /* Resolve the action and its runner. Returns false to abandon (report
@@ -299,8 +302,8 @@ void engine_attempts_report(sp_engine *e, sp_tick_stats *stats)
             a->state = abandon || a->report_nothing ? ATTEMPT_DONE : ATTEMPT_REPORTING;
         mine = mine && a->state == ATTEMPT_REPORTING;
         pthread_mutex_unlock(&e->mu);
-        if (mine)
-            report(a, stats);
+        if (mine && !report(a, stats))
+            engine_scan_wanted(e);
     }
 }
 

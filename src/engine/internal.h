@@ -178,6 +178,14 @@ struct sp_engine {
     uint64_t runstate_clock;
     uint64_t next_sweep_ms;  /* monotonic: when sweep and held tick run next */
     uint64_t next_timers_ms; /* monotonic: when due timers are looked for next */
+    /* The scans of a pass - runs with a pending event (coordinate) and due
+     * invocations (dispatch) - run when something this engine did may have
+     * left work for them (scan_wanted), when the store woke it, or every
+     * --poll-ms (what other processes did); a settle that turned its run and
+     * claimed all the turn scheduled leaves nothing for them. */
+    bool scan_wanted;
+    uint64_t next_scan_ms;   /* monotonic: when the scans run at the latest */
+    bool store_woken;        /* e->mu: the store's wake-up came since the last pass */
     uint64_t next_locks_ms;  /* monotonic: when the worker lock files are looked at next */
     sp_strlist free_locks;   /* lock files already found free (takeover.c) */
     bool listening;          /* serve() has the store's wake-ups (listener below) */
@@ -290,9 +298,14 @@ bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err);
 
 /* settle.c: report a finished attempt's result body with settle_attempt -
  * the decision on it and the claims it makes in the same request - falling
- * back to finish_attempt when the store refuses the decision. */
-void engine_settle(sp_engine *e, inflight *a, const char *body, size_t len,
+ * back to finish_attempt when the store refuses the decision. True when
+ * the settle left nothing for the pass's scans: it turned its run, and
+ * every command of the turn was a step it claimed. */
+bool engine_settle(sp_engine *e, inflight *a, const char *body, size_t len,
                    sp_tick_stats *stats);
+/* tick.c: the pass's scans (coordinate, dispatch) should run: something
+ * may have left a run with a pending event or an invocation due. */
+void engine_scan_wanted(sp_engine *e);
 
 /* coordinate.c, sweep.c, dispatch.c */
 int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);

@@ -175,6 +175,7 @@ int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *par
 {
     uint64_t started = engine_mono_ms(), left_ms = 0, progress_at = 0;
     unsigned failed_passes = 0;
+    engine_scan_wanted(e); /* the first pass looks at the run whatever passes before did */
     for (;;) {
         if (engine_interrupted(e))
             return interrupted(e, key, park, err);

@@ -113,6 +113,14 @@ static void take_claims(sp_engine *e, inflight *a, sp_settle_res *res, sp_tick_s
     }
 }
 
+/* The turn was committed by this settle and all it commands is claimed:
+ * nothing of it is left for coordinate or dispatch. */
+static bool handled_all(const settle_ctx *c, const sp_settle_res *res)
+{
+    return res->turned && c->decided && res->disposition == SP_APPLIED &&
+           res->nclaims == c->dc.d.ncommands;
+}
+
 static void settled(settle_ctx *c, sp_settle_res *res, sp_tick_stats *stats)
 {
     sp_engine *e = c->e;
@@ -133,14 +141,16 @@ static void settled(settle_ctx *c, sp_settle_res *res, sp_tick_stats *stats)
     take_claims(e, c->a, res, stats);
 }
 
-void engine_settle(sp_engine *e, inflight *a, const char *body, size_t len, sp_tick_stats *stats)
+bool engine_settle(sp_engine *e, inflight *a, const char *body, size_t len, sp_tick_stats *stats)
 {
+    bool clean = false;
     settle_ctx c = {.e = e, .a = a};
     sp_decider decider = {decide, &c};
     sp_settle_res res;
     sp_error err = {0};
     sp_store_rc rc = ledger_settle(e, &a->claim.attempt, body, len, &decider, &res, &err);
     if (rc == SP_STORE_OK) {
+        clean = handled_all(&c, &res);
         settled(&c, &res, stats);
         sp_settle_res_free(&res);
     } else if (rc == SP_STORE_STALE) {
@@ -156,4 +166,5 @@ void engine_settle(sp_engine *e, inflight *a, const char *body, size_t len, sp_t
     engine_decided_free(&c.dc);
     free(c.claim);
     free(c.claim_ptr);
+    return clean;
 }

@@ -90,7 +90,35 @@ static int sweep_when_due(sp_engine *e, sp_tick_stats *stats, sp_error *err)
     if (engine_sweep(e, stats, err) || engine_held_tick(e, stats, err))
         return -1;
     e->next_sweep_ms = now + engine_sweep_every_ms(e);
+    engine_scan_wanted(e); /* what it expired or probed may have left a turn to take */
     return 0;
+}
+
+void engine_scan_wanted(sp_engine *e) { e->scan_wanted = true; }
+
+/* Whether this pass scans for runs with a pending event and due
+ * invocations (see internal.h): wanted, woken by the store, or due. */
+static bool scans_due(sp_engine *e)
+{
+    uint64_t now = engine_mono_ms();
+    pthread_mutex_lock(&e->mu);
+    bool woken = e->store_woken;
+    e->store_woken = false;
+    pthread_mutex_unlock(&e->mu);
+    if (!e->scan_wanted && !woken && now < e->next_scan_ms)
+        return false;
+    e->scan_wanted = false;
+    e->next_scan_ms = now + (e->cfg.poll_ms ? e->cfg.poll_ms : 1);
+    return true;
+}
+
+/* What the scans found leaves more to look at in the next pass. */
+static void scans_found(sp_engine *e, const sp_tick_stats *before, const sp_tick_stats *after)
+{
+    if (after->applied != before->applied || after->duplicate != before->duplicate ||
+        after->diverged != before->diverged || after->quarantined != before->quarantined ||
+        after->claimed != before->claimed || after->more)
+        engine_scan_wanted(e);
 }
 
 /* What a batch does: everything, or (draining) only renew and report. */
@@ -104,19 +132,29 @@ static int batch_work(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only
     engine_attempts_report(e, stats);
     if (scope == BATCH_SETTLE)
         return 0;
-    if (engine_fire_timers(e, stats, err) || engine_coordinate(e, stats, only, err))
+    uint32_t fired = stats->fired;
+    if (engine_fire_timers(e, stats, err))
+        return -1;
+    if (stats->fired != fired || stats->expired)
+        engine_scan_wanted(e); /* events appended: their runs have a turn to take */
+    if (!scans_due(e))
+        return 0;
+    sp_tick_stats before = *stats;
+    if (engine_coordinate(e, stats, only, err))
         return -1;
     pthread_mutex_lock(&e->mu);
     bool shutting_down = e->shutting_down;
     pthread_mutex_unlock(&e->mu);
     if (!shutting_down && engine_dispatch(e, stats, only, err))
         return -1;
+    scans_found(e, &before, stats);
     return 0;
 }
 
 /* Nothing of a batch that did not commit happened: its counts go too. */
-static void batch_lost(sp_tick_stats *stats)
+static void batch_lost(sp_engine *e, sp_tick_stats *stats)
 {
+    engine_scan_wanted(e); /* everything of the pass is to be done again */
     uint32_t settled = stats->settled, expired = stats->expired;
     memset(stats, 0, sizeof *stats);
     stats->settled = settled;
@@ -156,7 +194,7 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
     engine_attempts_reported(e, !failed);
     batch_after(e, !failed, err);
     if (failed) {
-        batch_lost(stats);
+        batch_lost(e, stats);
         return -1;
     }
     return work;
@@ -325,11 +363,10 @@ void sp_engine_shutdown(sp_engine *e)
 static void wake_from_store(void *ctx, unsigned what)
 {
     sp_engine *e = ctx;
-    if (what & SP_WAKE_TIMERS) {
-        pthread_mutex_lock(&e->mu);
-        e->timers_changed = true;
-        pthread_mutex_unlock(&e->mu);
-    }
+    pthread_mutex_lock(&e->mu);
+    e->timers_changed = e->timers_changed || (what & SP_WAKE_TIMERS);
+    e->store_woken = true;
+    pthread_mutex_unlock(&e->mu);
     engine_wake(e);
 }
 
@@ -352,6 +389,7 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
     e->listener = ledger_listen(e, wake_from_store, e);
     e->listening = e->listener != NULL;
     engine_fault_serving(e, true);
+    engine_scan_wanted(e);
     while (!engine_interrupted(e)) {
         sp_tick_stats stats;
         group_wait(e);
