@@ -183,12 +183,19 @@ static int numbers(sp_otel_getenv env, otel_config *c, sp_error *err)
     return 0;
 }
 
+bool otel_config_wanted(sp_otel_getenv env)
+{
+    const char *exporter = var(env, "OTEL_TRACES_EXPORTER");
+    return !truthy(var(env, "OTEL_SDK_DISABLED")) && !(exporter && strcmp(exporter, "none") == 0) &&
+           (var(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") || var(env, "OTEL_EXPORTER_OTLP_ENDPOINT"));
+}
+
 otel_config_rc otel_config_read(sp_otel_getenv env, otel_config *c, sp_error *err)
 {
+    if (!otel_config_wanted(env))
+        return OTEL_CONFIG_OFF;
     memset(c, 0, sizeof *c);
     const char *exporter = var(env, "OTEL_TRACES_EXPORTER");
-    if (truthy(var(env, "OTEL_SDK_DISABLED")) || (exporter && strcmp(exporter, "none") == 0))
-        return OTEL_CONFIG_OFF;
     if (exporter && strcmp(exporter, "otlp") != 0)
         return sp_fail(err, "otel.config-invalid",
                        "OTEL_TRACES_EXPORTER=%.64s: spore exports otlp or none", exporter),

@@ -12,6 +12,7 @@
 #ifndef SPORE_OTEL_CONFIG_H
 #define SPORE_OTEL_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,5 +45,9 @@ typedef enum otel_config_rc {
 } otel_config_rc;
 
 otel_config_rc otel_config_read(sp_otel_getenv env, otel_config *out, sp_error *err);
+
+/* Tracing is asked for (an endpoint is set, not disabled): a few getenv
+ * calls, before anything is allocated. */
+bool otel_config_wanted(sp_otel_getenv env);
 
 #endif

@@ -223,6 +223,8 @@ static sp_otel *create(const otel_config *cfg)
 
 sp_otel *sp_otel_start(sp_otel_getenv env, sp_error *err)
 {
+    if (!otel_config_wanted(env)) /* off: nothing allocated */
+        return NULL;
     otel_config *cfg = calloc(1, sizeof *cfg); /* ~140 KiB of header room: not the stack */
     if (!cfg) {
         sp_oom(err);
