@@ -43,6 +43,7 @@ TEST_PACKAGES=(
   postgresql                            # a private server for its tests (scripts/pg.sh)
   iproute2                              # ip netns / veth for the several-hosts test
   git                                   # the fresh-clone test clones the repository
+  python3                               # the local OTLP/HTTP receiver of cli.test_otel (tests/otel/)
 )
 
 usage() {

@@ -227,6 +227,12 @@ int cli_drive(session *s, const sp_run_key *key, json_t *extra)
             sp_fail(&err, "run.not-found", "run %s vanished", key->run_id);
         return session_fail(s, &err);
     }
+    json_t *trace = session_trace_end(s); /* the run parked: flush its spans now */
+    if (trace) {
+        if (!extra)
+            extra = json_object();
+        json_object_set_new(extra, "trace", trace);
+    }
     print_final(s, &v, park, extra);
     sp_run_view_free(&v);
     return session_exit_for_park(park);

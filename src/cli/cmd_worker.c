@@ -78,14 +78,19 @@ int cmd_worker(int argc, char **argv)
         session_close(&s);
         return rc;
     }
+    json_t *trace = session_trace_end(&s);
     if (c.json) {
-        cli_print_json(json_pack("{s:b,s:s}", "interrupted", 1, "workerId",
-                                 sp_engine_worker_id(s.engine)));
+        json_t *out = json_pack("{s:b,s:s}", "interrupted", 1, "workerId",
+                                sp_engine_worker_id(s.engine));
+        if (out && trace)
+            json_object_set(out, "trace", trace);
+        cli_print_json(out);
     } else {
         if (isatty(STDOUT_FILENO))
             printf("\n");
         fprintf(stderr, "spore: worker stopped\n");
     }
+    json_decref(trace);
     session_close(&s);
     return EXIT_INTERRUPTED;
 }

@@ -167,6 +167,46 @@ static int tuning(const cli *c, sp_engine_config *cfg, sp_error *err)
     return 0;
 }
 
+/* Tracing for the commands that run steps, from the OTEL_* variables: a
+ * setting it refuses leaves the command without it (a warning), never
+ * failing it. */
+static const char *env(const char *name) { return getenv(name); }
+
+static void trace_start(session *s, sp_engine_config *cfg)
+{
+    if (!runs_steps(s->c))
+        return;
+    sp_error err = {0};
+    s->otel = sp_otel_start(env, &err);
+    if (s->otel)
+        cfg->observer = sp_otel_observer(s->otel);
+    else if (err.code[0])
+        fprintf(stderr, "spore: tracing off: %s: %s\n", err.code, err.message);
+    sp_error_clear(&err);
+}
+
+json_t *session_trace_end(session *s)
+{
+    if (!s->otel || s->trace_ended)
+        return NULL;
+    s->trace_ended = true;
+    sp_otel_stats st;
+    sp_otel_stop(s->otel, &st);
+    if (st.exported || st.dropped)
+        fprintf(stderr,
+                "spore: tracing: %llu spans exported, %llu dropped (queue full %llu, export "
+                "failed %llu, unsent at exit %llu; %llu failed requests)\n",
+                (unsigned long long)st.exported, (unsigned long long)st.dropped,
+                (unsigned long long)st.dropped_full, (unsigned long long)st.dropped_failed,
+                (unsigned long long)st.dropped_unsent, (unsigned long long)st.exports_failed);
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "exported", (json_int_t)st.exported,
+                     "dropped", (json_int_t)st.dropped, "droppedQueueFull",
+                     (json_int_t)st.dropped_full, "droppedExportFailed",
+                     (json_int_t)st.dropped_failed, "droppedUnsent",
+                     (json_int_t)st.dropped_unsent, "failedExports",
+                     (json_int_t)st.exports_failed);
+}
+
 /* What the engine gets from the opened store: its lock directory. */
 static void engine_config(session *s, sp_engine_config *cfg)
 {
@@ -198,6 +238,7 @@ int session_open(session *s, cli *c)
     if (!s->store)
         return session_fail(s, &err);
     engine_config(s, &cfg);
+    trace_start(s, &cfg);
     s->engine = sp_engine_new(s->store, &cfg, &err);
     if (!s->engine) {
         int code = session_fail(s, &err);
@@ -209,10 +250,13 @@ int session_open(session *s, cli *c)
 
 void session_close(session *s)
 {
-    sp_engine_free(s->engine);
+    sp_engine_free(s->engine); /* first: it may still tell the observer */
+    json_decref(session_trace_end(s));
+    sp_otel_free(s->otel);
     sp_store_close(s->store);
     s->engine = NULL;
     s->store = NULL;
+    s->otel = NULL;
 }
 
 int session_fail(session *s, sp_error *err)

@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "engine/engine.h"
+#include "otel/otel.h"
 #include "store/store.h"
 
 typedef struct session {
@@ -21,6 +22,8 @@ typedef struct session {
     char lock_dir[4200];
     sp_store *store;
     sp_engine *engine;
+    sp_otel *otel;      /* commands that run steps, with OTEL_* set (docs/tracing.md) */
+    bool trace_ended;   /* session_trace_end ran */
 } session;
 
 extern volatile sig_atomic_t cli_interrupted;
@@ -44,6 +47,13 @@ int session_open_run(session *s, cli *c, const char *run_id, sp_run_key *key);
  * error is reported). */
 int session_begin_run(session *s, cli *c, int argc, char **argv, const cli_option *opts,
                       const char *help, int positional, sp_run_key *key);
+
+/* Stop the trace exporter (a bounded flush) and say what it did: a line on
+ * stderr when it exported or dropped anything, and the `trace` member of a
+ * --json answer ({exported, dropped, droppedQueueFull, droppedExportFailed,
+ * droppedUnsent, failedExports}; new reference), NULL when tracing is off
+ * or already ended. session_close ends it too. */
+json_t *session_trace_end(session *s);
 
 /* Print `err` and return the exit code its code maps to. */
 int session_fail(session *s, sp_error *err);

@@ -15,7 +15,6 @@
 #include <time.h>
 
 #include "base/failpoint.h"
-#include "digest/digest.h"
 #include "engine/internal.h"
 #include "engine/ledger.h"
 #include "json/json.h"
@@ -87,6 +86,8 @@ static bool report(inflight *a, sp_tick_stats *stats)
     sp_engine *e = a->engine;
     const sp_activity_output *out = &a->out;
     sp_error err = {0};
+    if (e->cfg.observer) /* before a hold or a settle: what this worker saw end */
+        engine_observe_attempt(e, a);
     if (out->logs) /* beside the result, in the same batch (docs/authoring.md "Step logs") */
         ledger_put_log(e, &a->claim.attempt, out->logs);
     if (out->kind == SP_OUTPUT_HELD) {
@@ -147,19 +148,6 @@ static bool resolve_action(inflight *a, const sp_runner **runner, bool *host_fai
     return true;
 }
 
-/* W3C trace context of an attempt: the invocation's trace, and a span ID
- * derived from the attempt ID - the same on every worker, and no
- * randomness to ask the kernel for on the step path. */
-static void attempt_traceparent(const sp_attempt_ref *ref, char *out, size_t n)
-{
-    unsigned char raw[32];
-    sp_part part = {ref->attempt_id, strlen(ref->attempt_id)};
-    sp_hash_raw("span", &part, 1, raw);
-    char span[17];
-    sp_hex(raw, 8, span);
-    snprintf(out, n, "00-%.32s-%s-01", ref->invocation_id + 4, span);
-}
-
 static void execute(inflight *a, const sp_runner *runner)
 {
     json_t *input = sp_json_parse_canonical(a->claim.input, a->claim.input_len, NULL);
@@ -171,7 +159,10 @@ static void execute(inflight *a, const sp_runner *runner)
     const sp_claim *c = &a->claim;
     sp_engine *e = a->engine;
     char traceparent[64];
-    attempt_traceparent(&c->attempt, traceparent, sizeof traceparent);
+    /* the run's trace, the attempt's span (observer.h): the same on every
+     * worker, and no randomness to ask for on the step path */
+    sp_obs_traceparent(c->attempt.key.tenant, c->attempt.key.run_id, c->attempt.attempt_id,
+                       traceparent, sizeof traceparent);
     char token[SP_TOKEN_MAX + 1];
     sp_error err = {0};
     bool has_token = json_object_get(a->ea->action->raw, "async") &&
@@ -205,6 +196,8 @@ void engine_attempt_execute(inflight *a)
     sp_engine *e = a->engine;
     const sp_runner *runner = NULL;
     bool host_failed = false;
+    if (e->cfg.observer)
+        a->started_ns = engine_wall_ns();
     if (engine_abandoning(e) || !resolve_action(a, &runner, &host_failed)) {
         a->report_nothing = true;
     } else {
@@ -212,6 +205,8 @@ void engine_attempt_execute(inflight *a)
             execute(a, runner);
         sp_failpoint("host.attempt.after-effect");
     }
+    if (e->cfg.observer)
+        a->ended_ns = engine_wall_ns();
     pthread_mutex_lock(&e->mu);
     a->state = ATTEMPT_SETTLED;
     e->settled++;

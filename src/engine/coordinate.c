@@ -80,6 +80,7 @@ void engine_decided_free(engine_decided *dc)
     sp_kernel_state_free(dc->next);
     free(dc->cmds);
     free(dc->diags);
+    free(dc->seen);
     if (dc->has_decision)
         sp_kernel_decision_free(&dc->d);
     memset(dc, 0, sizeof *dc);
@@ -125,6 +126,8 @@ engine_decide_rc engine_decide(sp_engine *e, const sp_turn *t, engine_decided *o
     out->next = out->d.state;
     out->d.state = NULL;
     sp_kernel_decision_digest(&out->d, out->decision_digest);
+    if (e->cfg.observer)
+        engine_observe_decided(e, t, out);
     if (fill_records(out, err)) {
         engine_decided_free(out);
         return ENGINE_DECIDE_OOM;
@@ -152,6 +155,8 @@ void engine_decided_committed(sp_engine *e, const sp_run_key *key, engine_decide
     cancel_local(e, &dc->d);
     engine_runstate_keep(e, key, dc->next);
     dc->next = NULL;
+    if (dc->seen && disposition == SP_APPLIED) /* a duplicate was seen where it applied */
+        engine_observe_turn(e, dc);
     if (disposition == SP_APPLIED)
         stats->applied++;
     else

@@ -161,6 +161,7 @@ void sp_engine_free(sp_engine *e)
     engine_pool_stop(e);
     ledger_listen_stop(e); /* serve() stops it; an early exit may not have */
     engine_tick_free(e);
+    engine_observe_free(e);
     engine_runstate_free(e);
     engine_held_reap(e, true);
     free(e->memos);

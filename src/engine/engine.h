@@ -26,6 +26,7 @@
 #include "store/store.h"
 
 struct sp_native_registry;
+struct sp_engine_observer; /* engine/observer.h */
 
 /* A failing store, as the engine reports it to its store_fault hook: a
  * store call kept failing with a transient kind (unavailable,
@@ -92,6 +93,10 @@ typedef struct sp_engine_config {
      * at once; it must not call the engine. */
     void (*store_fault)(void *ctx, const sp_engine_fault *fault);
     void *store_fault_ctx;
+    /* Optional: told of committed turns, ended attempts and runs
+     * (engine/observer.h: a tracer); NULL costs one check per call site.
+     * Must outlive the engine. */
+    const struct sp_engine_observer *observer;
 } sp_engine_config;
 
 /* Defaults of engine.md §1 (a struct literal callers can adjust). */

@@ -16,6 +16,7 @@
 #include "base/strlist.h"
 #include "engine/actions.h"
 #include "engine/engine.h"
+#include "engine/observer.h"
 #include "kernel/workflow.h"
 #include "runners/runner.h"
 
@@ -51,6 +52,7 @@ typedef struct inflight {
     sp_activity_output out;
     bool report_nothing; /* the run or package could not be read: the lease decides */
     uint32_t kept;           /* agent events kept (runner thread) */
+    uint64_t started_ns, ended_ns; /* wall clock, only with an observer (observe.c) */
     uint64_t last_signal_ms; /* runner thread: when it last asked for a beat */
     /* ---- the tick thread's ---- */
     bool lost;             /* a heartbeat was answered stale, or the invocation cancelled */
@@ -59,6 +61,7 @@ typedef struct inflight {
 } inflight;
 
 typedef struct engine_package engine_package; /* packages.c */
+typedef struct engine_note engine_note;       /* observe.c */
 
 typedef struct package_entry {
     char digest[SP_DIGEST_TEXT_LEN + 1];
@@ -195,6 +198,10 @@ struct sp_engine {
     sp_strlist deferred;     /* failpoints fired when the open batch commits */
     sp_strlist cancels;      /* invocations the open batch cancels (activity.cancel) */
     sp_strlist settled_runs; /* runs whose every pending event a settle of the open batch consumed */
+    /* ---- the observer's notes of the open batch (observe.c; tick only) ---- */
+    engine_note *notes;
+    size_t nnotes, notes_cap;
+    uint32_t notes_lost;
 };
 
 /* engine.c */
@@ -266,6 +273,7 @@ typedef struct engine_decided {
     char decision_digest[SP_DIGEST_TEXT_LEN + 1];
     sp_command_rec *cmds; /* d's commands and diagnostics as the store takes them */
     sp_diagnostic_rec *diags;
+    sp_obs_activation *seen; /* with an observer: what the turn consumed (observe.c) */
 } engine_decided;
 
 typedef enum engine_decide_rc {
@@ -295,6 +303,23 @@ void engine_decided_free(engine_decided *dc);
 uint32_t engine_free_slots(sp_engine *e);
 bool engine_workable(sp_engine *e, const char *package_digest, const char *action_id);
 bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err);
+
+/* settle.c: the invocation an activity.schedule or activity.retry command
+ * makes pending, and its action ("" when the command does not say), as the
+ * kernel gave them beside the payload. */
+bool engine_command_target(const sp_kernel_command *c, char id[SP_ID_LEN + 1], char *action,
+                           size_t action_cap);
+
+/* observe.c (observer.h): notes for the observer, each call only when
+ * e->cfg.observer is set. Inside a batch they wait for its end:
+ * engine_observe_after hands them over when it committed, drops them else. */
+uint64_t engine_wall_ns(void);
+void engine_observe_decided(sp_engine *e, const sp_turn *t, engine_decided *dc);
+void engine_observe_turn(sp_engine *e, const engine_decided *dc);
+void engine_observe_attempt(sp_engine *e, const inflight *a);
+void engine_observe_expired(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason);
+void engine_observe_after(sp_engine *e, bool committed);
+void engine_observe_free(sp_engine *e);
 
 /* settle.c: report a finished attempt's result body with settle_attempt -
  * the decision on it and the claims it makes in the same request - falling

@@ -35,7 +35,7 @@ typedef struct settle_ctx {
 /* The invocation a schedule or retry command makes pending, and its action
  * ("" when the command does not say: a retry names only the invocation), as
  * the kernel gave them beside the payload. */
-static bool command_target(const sp_kernel_command *c, char id[SP_ID_LEN + 1], char *action,
+bool engine_command_target(const sp_kernel_command *c, char id[SP_ID_LEN + 1], char *action,
                            size_t action_cap)
 {
     bool schedule = strcmp(c->kind, "activity.schedule") == 0;
@@ -69,7 +69,7 @@ static int want_claims(settle_ctx *c)
     for (size_t i = 0; i < dc->d.ncommands && c->nclaim < n; i++) {
         char action[SP_STORE_ID_MAX + 1];
         char *id = c->claim[c->nclaim];
-        if (!command_target(&dc->d.commands[i], id, action, sizeof action))
+        if (!engine_command_target(&dc->d.commands[i], id, action, sizeof action))
             continue;
         const char *act = target_action(c, id, action);
         if (act && engine_workable(c->e, c->a->package_digest, act))

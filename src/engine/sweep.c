@@ -22,6 +22,8 @@ int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reas
     if (rc == SP_STORE_OK) {
         if (res.disposition == SP_APPLIED)
             stats->expired++;
+        if (res.disposition == SP_APPLIED && e->cfg.observer)
+            engine_observe_expired(e, ref, reason);
         return 0;
     }
     if (!sp_store_rc_transient(rc)) { /* lease.lost, lease.not-due, digest mismatch: lost a race */

@@ -55,6 +55,7 @@ static void batch_after(sp_engine *e, bool committed, sp_error *err)
         engine_attempts_cancel(e, e->cancels.items[i]);
     sp_strlist_clear(&e->cancels);
     sp_strlist_clear(&e->settled_runs);
+    engine_observe_after(e, committed); /* first: a claim may settle inline below */
     engine_attempts_begin(e, committed, err); /* a claim the pool cannot take: its lease */
 }
 
