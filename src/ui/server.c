@@ -81,7 +81,7 @@ static void security_headers(struct MHD_Response *resp)
                             "img-src 'self' data:; connect-src 'self'; form-action 'self'; "
                             "base-uri 'none'; frame-ancestors 'none'");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(resp, "Referrer-Policy", "same-origin"); /* no-referrer would make a form's Origin "null" */
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
 }
 
