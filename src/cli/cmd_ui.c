@@ -62,10 +62,12 @@ static int store_location(cli *c, char *db, size_t n, char *label, size_t label_
     return 0;
 }
 
-static void announce(const cli *c, const ui_server *srv, const char *listen, const char *label,
-                     bool token)
+static void announce(const cli *c, const ui_server *srv, const char *label, bool token)
 {
     if (c->json) {
+        char listen[160]; /* the address really bound: "127.0.0.1:8233" */
+        snprintf(listen, sizeof listen, "%s", ui_url(srv) + strlen("http://"));
+        listen[strcspn(listen, "/")] = '\0';
         cli_print_json(json_pack("{s:s,s:s,s:s,s:b}", "url", ui_url(srv), "listen", listen, "db",
                                  label, "token", token));
         return;
@@ -86,7 +88,7 @@ static void wait_for_signal(void)
     }
 }
 
-static int serve(cli *c, ui_config *cfg, const char *listen, const char *db)
+static int serve(cli *c, ui_config *cfg, const char *db)
 {
     sp_error err = {0};
     spore_error e = {0};
@@ -102,7 +104,7 @@ static int serve(cli *c, ui_config *cfg, const char *listen, const char *db)
     if (!srv)
         rc = ui_error(c, &err);
     else {
-        announce(c, srv, listen, cfg->db_label, cfg->token != NULL);
+        announce(c, srv, cfg->db_label, cfg->token != NULL);
         wait_for_signal();
         ui_stop(srv);
         if (c->json)
@@ -137,5 +139,5 @@ int cmd_ui(int argc, char **argv)
     if ((rc = store_location(&c, db, sizeof db, label, sizeof label)))
         return rc;
     cfg.db_label = label;
-    return serve(&c, &cfg, listen, db);
+    return serve(&c, &cfg, db);
 }

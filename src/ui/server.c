@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/random.h"
 #include "ui/internal.h"
@@ -386,31 +388,53 @@ static void free_server(ui_server *s)
     free(s);
 }
 
-static struct MHD_Daemon *start_daemon(ui_server *s, sp_error *err)
+/* The listening socket, bound before the daemon starts: the port (and so
+ * the origin every request is checked against) is known before any
+ * request thread runs. -1 with err. */
+static int bind_socket(ui_listen *l, sp_error *err)
 {
-    const ui_listen *l = &s->ctx.cfg.listen;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_ERROR_LOG | (l->ipv6 ? MHD_USE_IPv6 : 0);
     char port[8];
     snprintf(port, sizeof port, "%u", (unsigned)l->port);
     struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
                              .ai_socktype = SOCK_STREAM};
     struct addrinfo *ai = NULL;
-    if (getaddrinfo(l->host, port, &hints, &ai) != 0 || !ai) {
-        sp_fail(err, "ui.listen-failed", "cannot use the address %s", l->host);
-        return NULL;
+    if (getaddrinfo(l->host, port, &hints, &ai) != 0 || !ai)
+        return sp_fail(err, "ui.listen-failed", "cannot use the address %s", l->host);
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    bool ok = fd >= 0 && bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0;
+    freeaddrinfo(ai);
+    struct sockaddr_storage bound;
+    socklen_t len = sizeof bound;
+    ok = ok && getsockname(fd, (struct sockaddr *)&bound, &len) == 0;
+    if (!ok) {
+        if (fd >= 0)
+            close(fd);
+        return sp_fail(err, "ui.listen-failed", "cannot listen on %s port %u (in use, or not an "
+                                                "address of this host)", l->host, (unsigned)l->port);
     }
+    l->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                 : ((struct sockaddr_in *)&bound)->sin_port);
+    return fd;
+}
+
+static struct MHD_Daemon *start_daemon(ui_server *s, int fd, sp_error *err)
+{
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_ERROR_LOG | (s->ctx.cfg.listen.ipv6 ? MHD_USE_IPv6 : 0);
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, l->port, NULL, NULL, on_request, &s->ctx, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        flags, 0, NULL, NULL, on_request, &s->ctx, MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)UI_CONNECTIONS_MAX,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)UI_CONNECTION_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)UI_CONNECTION_TIMEOUT_S,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!d)
-        sp_fail(err, "ui.listen-failed", "cannot listen on %s port %u (in use, or not an address "
-                                         "of this host)", l->host, (unsigned)l->port);
-    return d;
+    if (!d) {
+        close(fd);
+        sp_fail(err, "ui.listen-failed", "the HTTP server did not start on %s", s->ctx.origin);
+    }
+    return d; /* it closes the socket when it stops */
 }
 
 static void set_origin(ui_ctx *ctx)
@@ -439,14 +463,16 @@ ui_server *ui_start(const ui_config *cfg, sp_error *err)
     char hex[UI_SECRET_LEN + 1]; /* 256 random bits as 64 hex digits: the key */
     sp_random_hex(hex, UI_SECRET_LEN / 2);
     memcpy(s->ctx.secret, hex, UI_SECRET_LEN);
-    if (copy_config(&s->ctx, cfg, err) || !(s->daemon = start_daemon(s, err))) {
+    int fd = -1;
+    if (copy_config(&s->ctx, cfg, err) || (fd = bind_socket(&s->ctx.cfg.listen, err)) < 0) {
         free_server(s);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    if (info && info->port)
-        s->ctx.cfg.listen.port = info->port;
     set_origin(&s->ctx);
+    if (!(s->daemon = start_daemon(s, fd, err))) {
+        free_server(s);
+        return NULL;
+    }
     return s;
 }
 
