@@ -6,6 +6,9 @@
  * package and snapshot). Every answer is canonical JSON text in the shapes
  * `spore list`, `spore events` and `spore logs` print with --json.
  *
+ * The runs list itself is sp_browse_runs (browse.h), which `spore list`
+ * prints too.
+ *
  * Must never change a run, hand out a store type, or answer an unbounded
  * page: every list has a limit (clamped to the store's page) and says where
  * the next page starts.
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/browse.h"
 #include "api/internal.h"
 #include "json/decimal.h"
 #include "json/json.h"
@@ -76,32 +80,32 @@ static bool contains(const char *hay, const char *needle)
     return hay && strstr(hay, needle) != NULL;
 }
 
-static bool keep(spore_db *db, const spore_run_query *q, const sp_run_summary *r)
+static bool keep(sp_engine *e, const sp_runs_query *q, const sp_run_summary *r)
 {
     bool want_quarantined = q->status && strcmp(q->status, "quarantined") == 0;
     if (want_quarantined && !r->quarantined)
         return false;
-    if (q->status && !want_quarantined && strcmp(q->status, r->status) != 0)
+    if (q->status && *q->status && !want_quarantined && strcmp(q->status, r->status) != 0)
         return false;
     if (q->search && *q->search && !contains(r->key.run_id, q->search) &&
         !contains(r->start_key, q->search))
         return false;
     if (!q->workflow || !*q->workflow)
         return true;
-    sp_error e = {0};
-    const char *name = sp_engine_workflow_name(db->engine, r->package_digest, &e);
-    sp_error_clear(&e);
+    sp_error err = {0};
+    const char *name = sp_engine_workflow_name(e, r->package_digest, &err);
+    sp_error_clear(&err);
     return name && strcmp(name, q->workflow) == 0;
 }
 
 /* Takes the summary's allocations. */
-static int add_row(run_rows *rows, sp_run_summary *r, sp_error *e)
+static int add_row(run_rows *rows, sp_run_summary *r, sp_error *err)
 {
     if (rows->n == rows->cap) {
         size_t cap = rows->cap ? rows->cap * 2 : 64;
         sp_run_summary *grown = realloc(rows->items, cap * sizeof *grown);
         if (!grown)
-            return sp_oom(e);
+            return sp_oom(err);
         rows->items = grown, rows->cap = cap;
     }
     rows->items[rows->n++] = *r;
@@ -116,22 +120,23 @@ static void rows_free(run_rows *rows)
     free(rows->items);
 }
 
-static int collect(spore_db *db, const spore_run_query *q, run_rows *rows, sp_error *e)
+static int collect(sp_store *s, sp_engine *e, const sp_runs_query *q, run_rows *rows,
+                   sp_error *err)
 {
     char *cursor = NULL;
     do {
         sp_run_list page;
-        if (sp_store_list_runs(db->store, "default", cursor, SP_STORE_PAGE_MAX, &page, e) !=
+        if (sp_store_list_runs(s, "default", cursor, SP_STORE_PAGE_MAX, &page, err) !=
             SP_STORE_OK) {
             free(cursor);
             return -1;
         }
         free(cursor);
         cursor = page.next_cursor ? strdup(page.next_cursor) : NULL;
-        int rc = page.next_cursor && !cursor ? sp_oom(e) : 0;
+        int rc = page.next_cursor && !cursor ? sp_oom(err) : 0;
         for (size_t i = 0; rc == 0 && i < page.n; i++)
-            if (keep(db, q, &page.runs[i]))
-                rc = add_row(rows, &page.runs[i], e);
+            if (keep(e, q, &page.runs[i]))
+                rc = add_row(rows, &page.runs[i], err);
         sp_run_list_free(&page);
         if (rc) {
             free(cursor);
@@ -149,42 +154,60 @@ static int newest_first(const void *x, const void *y)
     return strcmp(b->key.run_id, a->key.run_id);
 }
 
-static json_t *position_of(spore_db *db, const sp_run_summary *r)
+/* The run's position ({nodeId, activationId, visit} or null). */
+static json_t *position_of(sp_store *s, const sp_run_summary *r)
 {
     sp_run_view v;
     bool found = false;
-    sp_error e = {0};
+    sp_error err = {0};
     json_t *pos = NULL;
-    if (sp_store_get_run(db->store, &r->key, &v, &found, &e) == SP_STORE_OK && found) {
+    if (sp_store_get_run(s, &r->key, &v, &found, &err) == SP_STORE_OK && found) {
         json_t *snap = v.snapshot ? sp_json_parse(v.snapshot, v.snapshot_len, NULL) : NULL;
         pos = json_incref(json_object_get(snap, "position"));
         json_decref(snap);
         sp_run_view_free(&v);
     }
-    sp_error_clear(&e);
+    sp_error_clear(&err);
     return pos ? pos : json_null();
 }
 
-static json_t *row_json(spore_db *db, const sp_run_summary *r)
+static json_t *row_json(sp_store *s, sp_engine *e, const sp_run_summary *r)
 {
-    sp_error e = {0};
-    const char *workflow = sp_engine_workflow_name(db->engine, r->package_digest, &e);
-    sp_error_clear(&e);
+    sp_error err = {0};
+    const char *workflow = sp_engine_workflow_name(e, r->package_digest, &err);
+    sp_error_clear(&err);
     return json_pack("{s:s,s:s,s:s,s:o,s:b,s:s?,s:o,s:o,s:o}", "runId", r->key.run_id,
                      "startKey", r->start_key, "status", r->status, "revision",
                      sp_decimal_json(r->revision), "quarantined", r->quarantined, "workflow",
                      workflow, "createdAtMs", sp_decimal_json(r->created_at_ms), "updatedAtMs",
-                     sp_decimal_json(r->updated_at_ms), "position", position_of(db, r));
+                     sp_decimal_json(r->updated_at_ms), "position", position_of(s, r));
 }
 
-static json_t *page_json(spore_db *db, const spore_run_query *q, const run_rows *rows)
+static json_t *page_json(sp_store *s, sp_engine *e, const sp_runs_query *q, const run_rows *rows)
 {
     json_t *runs = json_array();
-    size_t end = q->offset < rows->n ? q->offset + q->limit : 0;
-    for (size_t i = q->offset; runs && i < end && i < rows->n; i++)
-        json_array_append_new(runs, row_json(db, &rows->items[i]));
+    size_t from = q->offset < rows->n ? q->offset : rows->n;
+    size_t end = q->limit && q->limit < rows->n - from ? from + q->limit : rows->n;
+    for (size_t i = from; runs && i < end; i++)
+        json_array_append_new(runs, row_json(s, e, &rows->items[i]));
     return json_pack("{s:o,s:o,s:o,s:o}", "runs", runs, "matched", sp_decimal_json(rows->n),
                      "offset", sp_decimal_json(q->offset), "limit", sp_decimal_json(q->limit));
+}
+
+json_t *sp_browse_runs(sp_store *s, sp_engine *e, const sp_runs_query *q, sp_error *err)
+{
+    run_rows rows = {0};
+    if (collect(s, e, q, &rows, err)) {
+        rows_free(&rows);
+        return NULL;
+    }
+    if (rows.n > 1)
+        qsort(rows.items, rows.n, sizeof *rows.items, newest_first);
+    json_t *page = page_json(s, e, q, &rows);
+    rows_free(&rows);
+    if (!page)
+        sp_oom(err);
+    return page;
 }
 
 int spore_list_runs(spore_db *db, const spore_run_query *q, char **runs_json, spore_error *err)
@@ -199,16 +222,11 @@ int spore_list_runs(spore_db *db, const spore_run_query *q, char **runs_json, sp
         return api_fail(err, "usage.invalid-value", "a page holds 1 to %d runs, not %zu",
                         SPORE_LIST_LIMIT_MAX, q->limit);
     sp_error e = {0};
-    run_rows rows = {0};
-    if (collect(db, q, &rows, &e)) {
-        rows_free(&rows);
+    sp_runs_query rq = {q->status, q->workflow, q->search, q->offset, q->limit};
+    json_t *page = sp_browse_runs(db->store, db->engine, &rq, &e);
+    if (!page)
         return api_error(err, &e);
-    }
-    if (rows.n > 1)
-        qsort(rows.items, rows.n, sizeof *rows.items, newest_first);
-    int rc = answer(page_json(db, q, &rows), runs_json, err);
-    rows_free(&rows);
-    return rc;
+    return answer(page, runs_json, err);
 }
 
 /* ---- events ---- */
