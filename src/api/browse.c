@@ -231,10 +231,12 @@ int spore_list_runs(spore_db *db, const spore_run_query *q, char **runs_json, sp
 
 /* ---- events ---- */
 
-static json_t *event_json(const sp_event *e)
+json_t *sp_event_json(const sp_event *e)
 {
-    json_t *diagnostics = e->diagnostics ? parse_or_null(e->diagnostics, strlen(e->diagnostics))
-                                         : json_array();
+    json_t *diagnostics = e->diagnostics ? sp_json_parse(e->diagnostics, strlen(e->diagnostics), NULL)
+                                         : NULL;
+    if (!diagnostics) /* pending (no consuming commit), or unreadable */
+        diagnostics = json_array();
     return json_pack("{s:o,s:s,s:s,s:o,s:o,s:o,s:o}", "sequence", sp_decimal_json(e->sequence),
                      "id", e->event_id, "kind", e->kind, "acceptedAtMs",
                      sp_decimal_json(e->accepted_at_ms), "consumedRevision",
@@ -259,7 +261,7 @@ int spore_events(spore_db *db, const char *run_id, uint64_t after_sequence, size
         return api_error(err, &e);
     json_t *events = json_array();
     for (size_t i = 0; events && i < page.n; i++)
-        json_array_append_new(events, event_json(&page.events[i]));
+        json_array_append_new(events, sp_event_json(&page.events[i]));
     json_t *next = page.n == want ? sp_decimal_json(page.events[page.n - 1].sequence) : json_null();
     sp_event_list_free(&page);
     return answer(json_pack("{s:s,s:o,s:o}", "runId", key.run_id, "events", events, "next", next),
