@@ -37,7 +37,7 @@ class Browser:
 
         args = [binary, "--headless=new", "--remote-debugging-pipe",
                 "--user-data-dir=" + profile_dir, "--no-first-run", "--no-default-browser-check",
-                "--disable-gpu", "--disable-extensions", "--disable-background-networking",
+                "--disable-gpu", "--disable-dev-shm-usage", "--disable-extensions", "--disable-background-networking",
                 "--disable-sync", "--disable-component-update", "--password-store=basic",
                 "--window-size=1280,1000", "--hide-scrollbars", "about:blank"]
         if os.geteuid() == 0:
