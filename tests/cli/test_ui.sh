@@ -26,7 +26,8 @@
 #   ui.unauthorized / ui.token-invalid; Bearer, or ?token= once setting an
 #   HttpOnly SameSite=Strict cookie and redirecting without it), and the
 #   token is on no page;
-# - SIGINT stops the server (exit 130).
+# - at most 8 live streams at a time (503 ui.too-many-streams);
+# - SIGINT stops the server (exit 130), live streams open or not.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 command -v curl >/dev/null || { echo "test_ui: curl is required (scripts/deps.sh test)" >&2; exit 1; }
@@ -310,6 +311,20 @@ expect_status 200 "the token cookie is enough afterwards"
 expect_no_body "$token" "the token is on no page"
 http POST "/runs/$alpha/release" -H 'Accept: application/json' -H "Origin: $origin" --data-urlencode "csrf=$csrf2"
 expect_status 200 "an action with the token cookie, Origin and CSRF"
+
+# live streams are bounded: 8 at a time on this fresh server, the 9th is refused
+stream_pids=()
+for i in 1 2 3 4 5 6 7 8; do
+  curl -s -N --max-time 60 -H "Authorization: Bearer $token" "$origin/runs/$alpha/stream" >"$tmp/stream$i" &
+  stream_pids+=("$!")
+done
+for i in 1 2 3 4 5 6 7 8; do
+  wait_for 20 grep -q '^retry:' "$tmp/stream$i" || fail "stream $i of 8 was not opened"
+done
+http GET "/runs/$alpha/stream" -H 'Accept: application/json' -H "Authorization: Bearer $token"
+expect_code 503 ui.too-many-streams "a ninth live stream"
+kill "${stream_pids[@]}" 2>/dev/null || true
+wait "${stream_pids[@]}" 2>/dev/null || true
 kill -INT "$ui_pid"
 wait_bg "$ui_pid" 20
 [ "$bg_rc" -eq 130 ] || fail "tokened server: exit $bg_rc, want 130"
