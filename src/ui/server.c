@@ -2,7 +2,7 @@
  * server.c - the HTTP server of `spore ui` over libmicrohttpd: the daemon
  * and its bounds (connections, per-connection memory, idle timeout), one
  * request's life (route, Host and token checks, query bounds, the POST
- * body through MHD's post processor with its size bounds), the reply with
+ * body through form.c), the reply with
  * its security headers, and the one lock that serializes the spore_db.
  *
  * Threads: one per connection (MHD_USE_THREAD_PER_CONNECTION, at most
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/random.h"
+#include "ui/form.h"
 #include "ui/internal.h"
 #include "ui/sse.h"
 
@@ -34,9 +35,7 @@ struct ui_server {
 /* One connection's request, from MHD's first call to its completion. */
 typedef struct conn_state {
     ui_request req;
-    struct MHD_PostProcessor *pp;
-    size_t body_len;
-    bool body_over;
+    ui_body body; /* an action's form (form.c) */
 } conn_state;
 
 /* ---- the spore_db ---- */
@@ -166,87 +165,6 @@ static enum MHD_Result token_redirect(conn_state *st, const char *url)
     return send_reply(st->req.conn, &out);
 }
 
-static unsigned check_body_header(conn_state *st, sp_error *err)
-{
-    const char *length = ui_header(&st->req, "Content-Length");
-    if (length && strtoull(length, NULL, 10) > UI_BODY_MAX)
-        return sp_fail(err, "ui.body-too-large", "a form is at most %d bytes", UI_BODY_MAX), 413;
-    return 0;
-}
-
-/* ---- the POST body ---- */
-
-static ui_field *field_for(ui_form *f, const char *key)
-{
-    for (int i = 0; i < f->n; i++)
-        if (strcmp(f->fields[i].name, key) == 0)
-            return &f->fields[i];
-    if (f->n == UI_FIELDS_MAX) {
-        f->too_many = true;
-        return NULL;
-    }
-    if (strlen(key) >= sizeof f->fields[0].name) {
-        f->bad_name = true;
-        return NULL;
-    }
-    ui_field *fl = &f->fields[f->n++];
-    snprintf(fl->name, sizeof fl->name, "%s", key);
-    fl->value.limit = UI_FIELD_MAX;
-    sp_buf_append(&fl->value, "", 0);
-    return fl;
-}
-
-static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *key,
-                                const char *filename, const char *content_type,
-                                const char *transfer_encoding, const char *data, uint64_t off,
-                                size_t size)
-{
-    ui_form *f = cls;
-    ui_field *fl = field_for(f, key);
-    if (!fl)
-        return MHD_YES;
-    sp_buf_append(&fl->value, data, size);
-    if (fl->value.over_limit)
-        f->too_large = true;
-    return MHD_YES;
-}
-
-static unsigned start_body(conn_state *st, sp_error *err)
-{
-    unsigned status = check_body_header(st, err);
-    if (status)
-        return status;
-    st->pp = MHD_create_post_processor(st->req.conn, UI_POST_BUFFER, on_field, &st->req.form);
-    if (!st->pp)
-        return sp_fail(err, "ui.unsupported-body",
-                       "an action takes an application/x-www-form-urlencoded form"), 415;
-    return 0;
-}
-
-static void take_body(conn_state *st, const char *data, size_t *size)
-{
-    st->body_len += *size;
-    if (st->body_len > UI_BODY_MAX)
-        st->body_over = true;
-    if (!st->body_over && MHD_post_process(st->pp, data, *size) != MHD_YES)
-        st->body_over = true;
-    *size = 0;
-}
-
-static unsigned form_bounds(const conn_state *st, sp_error *err)
-{
-    const ui_form *f = &st->req.form;
-    if (st->body_over)
-        return sp_fail(err, "ui.body-too-large", "a form is at most %d bytes", UI_BODY_MAX), 413;
-    if (f->too_large)
-        return sp_fail(err, "ui.field-too-large", "a form field is at most %d bytes",
-                       UI_FIELD_MAX), 413;
-    if (f->too_many || f->bad_name)
-        return sp_fail(err, "ui.form-invalid", "at most %d fields with names under 32 bytes",
-                       UI_FIELDS_MAX), 400;
-    return 0;
-}
-
 /* ---- dispatch ---- */
 
 static enum MHD_Result serve_get(conn_state *st)
@@ -281,7 +199,7 @@ static enum MHD_Result serve_get(conn_state *st)
 static enum MHD_Result serve_action(conn_state *st)
 {
     sp_error err = {0};
-    unsigned status = form_bounds(st, &err);
+    unsigned status = ui_body_bounds(&st->body, &st->req.form, &err);
     if (!status)
         status = ui_auth_action(&st->req, &err);
     if (status)
@@ -306,7 +224,7 @@ static unsigned first_checks(conn_state *st, const char *method, const char *url
         status = ui_auth_token(r, redirect, err);
     ui_auth_session(r);
     if (!status && r->route == UI_ROUTE_ACTION)
-        status = start_body(st, err);
+        status = ui_body_start(&st->body, &st->req, err);
     return status;
 }
 
@@ -334,7 +252,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES; /* the body comes next */
     }
     if (*upload_data_size) {
-        take_body(st, upload_data, upload_data_size);
+        ui_body_take(&st->body, upload_data, upload_data_size);
         return MHD_YES;
     }
     return serve_action(st);
@@ -346,10 +264,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     conn_state *st = *con_cls;
     if (!st)
         return;
-    if (st->pp)
-        MHD_destroy_post_processor(st->pp);
-    for (int i = 0; i < st->req.form.n; i++)
-        sp_buf_free(&st->req.form.fields[i].value);
+    ui_body_end(&st->body, &st->req.form);
     free(st);
     *con_cls = NULL;
 }
