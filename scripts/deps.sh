@@ -28,6 +28,7 @@ DEMO_PACKAGES=(
   libgraphviz-dev                       # spore graph: libgvc/libcgraph (libgvc6 brings the layout and
                                         # render plugins and their config; never the `dot` program)
   fonts-dejavu-core                     # the font spore graph's pictures are measured and drawn with
+  libmicrohttpd-dev                     # spore ui: the local web view's HTTP server (docs/ui.md)
   wabt                                  # libwabt.a: the interpreter inside `spore` (runners.md)
   bubblewrap                            # the local sandbox of agent steps (bwrap)
   jq                                    # JSON in the example workflows' shell steps
@@ -43,7 +44,10 @@ TEST_PACKAGES=(
   postgresql                            # a private server for its tests (scripts/pg.sh)
   iproute2                              # ip netns / veth for the several-hosts test
   git                                   # the fresh-clone test clones the repository
-  python3                               # the local OTLP/HTTP receiver of cli.test_otel (tests/otel/)
+  curl                                  # cli.test_ui speaks HTTP to spore ui
+  chromium                              # ui.test_ui_browser_*: headless Chromium drives the web view
+  python3                               # the DevTools protocol client of ui.test_ui_browser_* and the
+                                        # OTLP/HTTP receiver of cli.test_otel (standard library only)
 )
 
 usage() {

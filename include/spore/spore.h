@@ -316,6 +316,51 @@ int spore_cancel(spore_db *db, const char *run_id, const char *reason, const cha
 int spore_retry(spore_db *db, const char *run_id, const char *request_id, size_t *count,
                 spore_error *err);
 
+/* ---- browsing (for viewers such as `spore ui`) ----
+ *
+ * Read-only, bounded pages as canonical JSON text (free with spore_free);
+ * counters and times are decimal strings, as in `spore list --json`. */
+
+#define SPORE_LIST_LIMIT_MAX 500
+
+typedef struct spore_run_query {
+    const char *status;   /* NULL/"": any; a status, or "quarantined" */
+    const char *workflow; /* NULL/"": any; a workflow name */
+    const char *search;   /* NULL/"": any; a substring of the run ID or start key */
+    size_t offset;        /* runs skipped (after filtering, newest first) */
+    size_t limit;         /* 1..SPORE_LIST_LIMIT_MAX runs in the page */
+} spore_run_query;
+
+/* One page of the tenant's runs, newest first: {runs: [{runId, startKey,
+ * status, revision, quarantined, workflow, createdAtMs, updatedAtMs,
+ * position}], matched, offset, limit} (matched: how many runs pass the
+ * filters). Errors: `usage`, `usage.invalid-value` (a limit out of range),
+ * store codes. */
+int spore_list_runs(spore_db *db, const spore_run_query *q, char **runs_json, spore_error *err);
+
+/* A run's events after `after_sequence` (0: from the first), at most
+ * `limit` (0 or more than 256: 256): {runId, events: [as `spore events
+ * --json`], next} (next: the sequence to continue after, or null).
+ * Errors: `run.not-found`, `usage`, store codes. */
+int spore_events(spore_db *db, const char *run_id, uint64_t after_sequence, size_t limit,
+                 char **events_json, spore_error *err);
+
+/* A run's attempts in the order they ended (then those still running),
+ * each with its outcome, times and the logs it kept (already bounded and
+ * redacted in the store): {runId, attempts: [{nodeId, attempt, attemptId,
+ * invocationId, result: {state, status, outcome, code, message, output,
+ * expireReason}, startedAtMs, endedAtMs, stdout: {text, droppedBytes},
+ * stderr}], next} — at most `limit` (0 or more than 16: 16); `cursor` is a
+ * previous answer's next (NULL: from the first).
+ * Errors: `run.not-found`, `usage`, store codes. */
+int spore_attempts(spore_db *db, const char *run_id, const char *cursor, size_t limit,
+                   char **attempts_json, spore_error *err);
+
+/* What a picture of the run needs: {package, snapshot (null before the
+ * first commit), snapshotDigest, appliedSequence, status, quarantined,
+ * packageDigest}. Errors: `run.not-found`, `usage`, store codes. */
+int spore_run_picture(spore_db *db, const char *run_id, char **picture_json, spore_error *err);
+
 #ifdef __cplusplus
 }
 #endif

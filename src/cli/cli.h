@@ -143,6 +143,7 @@ int cmd_step(int argc, char **argv);
 int cmd_capabilities(int argc, char **argv);
 int cmd_agent(int argc, char **argv); /* spore agent classify (cmd_agent.c) */
 int cmd_graph(int argc, char **argv); /* spore graph (cmd_graph.c) */
+int cmd_ui(int argc, char **argv);    /* spore ui, the web view (cmd_ui.c) */
 int cmd_build(int argc, char **argv);            /* spore build (cmd_build.c) */
 int cmd_inspect_artifact(int argc, char **argv); /* spore inspect (cmd_build.c) */
 

@@ -1,7 +1,8 @@
 /*
  * cmd_list.c - `spore list` (cli.md §2): the runs of the tenant, newest
  * first, with their workflow and position, filtered by --status and
- * --workflow and cut at --limit.
+ * --workflow and cut at --limit. The list is sp_browse_runs
+ * (src/api/browse.c), the one spore_list_runs() and `spore ui` show.
  *
  * Must never change a run or create a store; reads at most one run view per
  * run shown (for its position), never one per run scanned.
@@ -10,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/browse.h"
 #include "cli/session.h"
-#include "cli/views.h"
-#include "json/json.h"
 
 static const char HELP[] =
     "usage: spore list [--status <status>] [--workflow <name>] [--limit N] [--db <path>] [--json]\n"
@@ -29,11 +29,6 @@ typedef struct list_args {
     size_t limit; /* 0: all */
 } list_args;
 
-typedef struct run_rows {
-    sp_run_summary *items;
-    size_t n, cap;
-} run_rows;
-
 static int parse_limit(list_args *a, sp_error *err)
 {
     if (!a->limit_text)
@@ -47,123 +42,29 @@ static int parse_limit(list_args *a, sp_error *err)
     return 0;
 }
 
-static bool keep(sp_engine *e, const list_args *a, const sp_run_summary *r)
+static void show_row_text(const json_t *r)
 {
-    if (a->status && strcmp(a->status, "quarantined") == 0 && !r->quarantined)
-        return false;
-    if (a->status && strcmp(a->status, "quarantined") != 0 && strcmp(a->status, r->status) != 0)
-        return false;
-    if (!a->workflow)
-        return true;
-    sp_error err = {0};
-    const char *name = sp_engine_workflow_name(e, r->package_digest, &err);
-    sp_error_clear(&err);
-    return name && strcmp(name, a->workflow) == 0;
+    const char *node = json_string_value(json_object_get(json_object_get(r, "position"), "nodeId"));
+    const char *workflow = json_string_value(json_object_get(r, "workflow"));
+    printf("%-36s  %-18s  rev %-4s  %s  %s%s%s%s\n",
+           json_string_value(json_object_get(r, "runId")),
+           json_string_value(json_object_get(r, "status")),
+           json_string_value(json_object_get(r, "revision")),
+           json_string_value(json_object_get(r, "startKey")), workflow ? workflow : "?",
+           node ? "  at " : "", node ? node : "",
+           json_is_true(json_object_get(r, "quarantined")) ? "  (quarantined)" : "");
 }
 
-/* Takes the summary's allocations when kept. */
-static int add_row(run_rows *rows, sp_run_summary *r, sp_error *err)
+static void show(session *s, const list_args *a, json_t *page)
 {
-    if (rows->n == rows->cap) {
-        size_t cap = rows->cap ? rows->cap * 2 : 64;
-        sp_run_summary *grown = realloc(rows->items, cap * sizeof *grown);
-        if (!grown)
-            return sp_oom(err);
-        rows->items = grown, rows->cap = cap;
+    json_t *runs = json_object_get(page, "runs");
+    if (s->c->json) {
+        cli_print_json(json_pack("{s:O}", "runs", runs));
+        return;
     }
-    rows->items[rows->n++] = *r;
-    memset(r, 0, sizeof *r);
-    return 0;
-}
-
-static void rows_free(run_rows *rows)
-{
-    for (size_t i = 0; i < rows->n; i++)
-        free(rows->items[i].start_key);
-    free(rows->items);
-}
-
-static int collect(session *s, const list_args *a, run_rows *rows, sp_error *err)
-{
-    char *cursor = NULL;
-    do {
-        sp_run_list page;
-        if (sp_store_list_runs(s->store, "default", cursor, SP_STORE_PAGE_MAX, &page, err) !=
-            SP_STORE_OK) {
-            free(cursor);
-            return -1;
-        }
-        free(cursor);
-        cursor = page.next_cursor ? strdup(page.next_cursor) : NULL;
-        int rc = page.next_cursor && !cursor ? sp_oom(err) : 0;
-        for (size_t i = 0; rc == 0 && i < page.n; i++)
-            if (keep(s->engine, a, &page.runs[i]))
-                rc = add_row(rows, &page.runs[i], err);
-        sp_run_list_free(&page);
-        if (rc) {
-            free(cursor);
-            return -1;
-        }
-    } while (cursor);
-    return 0;
-}
-
-static int newest_first(const void *x, const void *y)
-{
-    const sp_run_summary *a = x, *b = y;
-    if (a->created_at_ms != b->created_at_ms)
-        return a->created_at_ms > b->created_at_ms ? -1 : 1;
-    return strcmp(b->key.run_id, a->key.run_id);
-}
-
-/* The run's position ({nodeId, activationId, visit} or null). */
-static json_t *position_of(session *s, const sp_run_summary *r)
-{
-    sp_run_view v;
-    bool found = false;
-    sp_error err = {0};
-    json_t *pos = NULL;
-    if (sp_store_get_run(s->store, &r->key, &v, &found, &err) == SP_STORE_OK && found) {
-        json_t *snap = v.snapshot ? sp_json_parse(v.snapshot, v.snapshot_len, NULL) : NULL;
-        pos = json_incref(json_object_get(snap, "position"));
-        json_decref(snap);
-        sp_run_view_free(&v);
-    }
-    sp_error_clear(&err);
-    return pos ? pos : json_null();
-}
-
-static void show_row(session *s, const sp_run_summary *r, json_t *runs)
-{
-    sp_error err = {0};
-    const char *workflow = sp_engine_workflow_name(s->engine, r->package_digest, &err);
-    sp_error_clear(&err);
-    json_t *pos = position_of(s, r);
-    if (runs) {
-        json_array_append_new(
-            runs, json_pack("{s:s,s:s,s:s,s:o,s:b,s:s?,s:o,s:o,s:O}", "runId", r->key.run_id,
-                            "startKey", r->start_key, "status", r->status, "revision",
-                            view_decimal(r->revision), "quarantined", r->quarantined, "workflow",
-                            workflow, "createdAtMs", view_decimal(r->created_at_ms),
-                            "updatedAtMs", view_decimal(r->updated_at_ms), "position", pos));
-    } else {
-        const char *node = json_string_value(json_object_get(pos, "nodeId"));
-        printf("%-36s  %-18s  rev %-4llu  %s  %s%s%s%s\n", r->key.run_id, r->status,
-               (unsigned long long)r->revision, r->start_key, workflow ? workflow : "?",
-               node ? "  at " : "", node ? node : "", r->quarantined ? "  (quarantined)" : "");
-    }
-    json_decref(pos);
-}
-
-static void show(session *s, const list_args *a, const run_rows *rows)
-{
-    size_t n = a->limit && a->limit < rows->n ? a->limit : rows->n;
-    json_t *runs = s->c->json ? json_array() : NULL;
-    for (size_t i = 0; i < n; i++)
-        show_row(s, &rows->items[i], runs);
-    if (runs)
-        cli_print_json(json_pack("{s:o}", "runs", runs));
-    else if (n == 0)
+    for (size_t i = 0; i < json_array_size(runs); i++)
+        show_row_text(json_array_get(runs, i));
+    if (json_array_size(runs) == 0)
         printf("no runs%s in %s (start one with: spore run <workflow.json>)\n",
                a->status || a->workflow ? " match" : "", sp_store_location(s->store));
 }
@@ -185,15 +86,13 @@ int cmd_list(int argc, char **argv)
     session s;
     if ((rc = session_open(&s, &c)))
         return rc;
-    run_rows rows = {0};
-    if (collect(&s, &a, &rows, &err))
+    sp_runs_query q = {a.status, a.workflow, NULL, 0, a.limit};
+    json_t *page = sp_browse_runs(s.store, s.engine, &q, &err);
+    if (!page)
         rc = session_fail(&s, &err);
-    else {
-        if (rows.n > 1)
-            qsort(rows.items, rows.n, sizeof *rows.items, newest_first);
-        show(&s, &a, &rows);
-    }
-    rows_free(&rows);
+    else
+        show(&s, &a, page);
+    json_decref(page);
     session_close(&s);
     return rc;
 }

@@ -41,6 +41,7 @@ static const char USAGE[] =
     "  inspect <artifact>         show an artifact's manifest and package\n"
     "  graph <workflow> [--run <runId>]\n"
     "                             draw a workflow, coloured by a run's state (svg, png, dot)\n"
+    "  ui [--listen <addr:port>]  serve the web view of runs (local; docs/ui.md)\n"
     "  trace <trace.json>...      replay golden kernel traces\n"
     "\n"
     "A <workflow> is a JSON package file, a workflow folder (workflow.dot and\n"
@@ -67,6 +68,7 @@ static const command COMMANDS[] = {
     {"capabilities", cmd_capabilities},
     {"agent", cmd_agent}, /* agent steps (cmd_agent.c) */
     {"graph", cmd_graph}, /* a workflow and a run as a picture (cmd_graph.c) */
+    {"ui", cmd_ui},       /* the local web view (cmd_ui.c, src/ui/) */
     {"build", cmd_build},             /* workflow folders into artifacts (cmd_build.c) */
     {"inspect", cmd_inspect_artifact}, /* an artifact's manifest and package (cmd_build.c) */
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/browse.h"
 #include "api/status.h"
 #include "engine/stateview.h"
 #include "json/decimal.h"
@@ -150,16 +151,7 @@ static json_t *diagnostics_json(const sp_event *e)
     return d ? d : json_array();
 }
 
-json_t *view_event_json(const sp_event *e)
-{
-    json_t *payload = sp_json_parse(e->body, e->body_len, NULL);
-    return json_pack("{s:o,s:s,s:s,s:o,s:o,s:o,s:o}", "sequence", view_decimal(e->sequence), "id",
-                     e->event_id, "kind", e->kind, "acceptedAtMs",
-                     view_decimal(e->accepted_at_ms), "consumedRevision",
-                     e->consumed ? view_decimal(e->consumed_revision) : json_null(),
-                     "diagnostics", diagnostics_json(e), "payload",
-                     payload ? payload : json_null());
-}
+json_t *view_event_json(const sp_event *e) { return sp_event_json(e); } /* api/browse.c */
 
 void view_event_text(FILE *out, const sp_event *e)
 {
