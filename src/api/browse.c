@@ -270,21 +270,47 @@ int spore_events(spore_db *db, const char *run_id, uint64_t after_sequence, size
 
 /* ---- attempts and their logs ---- */
 
-static json_t *outcome_json(const sp_attempt_log *a)
+json_t *sp_attempt_outcome_json(const sp_attempt_log *a, bool details)
 {
     json_t *r = a->result ? json_loads(a->result, 0, NULL) : NULL;
     const json_t *error = json_object_get(r, "error");
-    json_t *o = json_pack("{s:s,s:O?,s:O?,s:O?,s:O?,s:O?,s:s?}", "state", a->status, "status",
+    json_t *o = json_pack("{s:s,s:O?,s:O?,s:O?,s:s?}", "state", a->status, "status",
                           json_object_get(r, "status"), "outcome", json_object_get(r, "outcome"),
-                          "code", json_object_get(error, "code"), "message",
-                          json_object_get(error, "message"), "output",
-                          json_object_get(r, "output"), "expireReason",
+                          "code", json_object_get(error, "code"), "expireReason",
                           a->expire_reason[0] ? a->expire_reason : NULL);
+    if (o && details) {
+        char summary[SP_OUTCOME_TEXT_MAX];
+        sp_attempt_outcome_text(o, summary, sizeof summary);
+        json_object_set_new(o, "summary", json_string(summary));
+        json_t *message = json_object_get(error, "message"), *output = json_object_get(r, "output");
+        if (message)
+            json_object_set(o, "message", message);
+        if (output)
+            json_object_set(o, "output", output);
+    }
     json_decref(r);
     return o;
 }
 
-static json_t *stream_json(const char *text, size_t len, uint64_t dropped)
+void sp_attempt_outcome_text(const json_t *o, char *out, size_t n)
+{
+    const char *state = json_string_value(json_object_get(o, "state"));
+    const char *status = json_string_value(json_object_get(o, "status"));
+    const char *outcome = json_string_value(json_object_get(o, "outcome"));
+    const char *code = json_string_value(json_object_get(o, "code"));
+    const char *reason = json_string_value(json_object_get(o, "expireReason"));
+    if (status && strcmp(status, "success") == 0)
+        snprintf(out, n, "succeeded (%s)", outcome ? outcome : "ok");
+    else if (status)
+        snprintf(out, n, "%s (%s)", strcmp(status, "failure") == 0 ? "failed" : "unknown",
+                 code ? code : "?");
+    else if (state && strcmp(state, "expired") == 0)
+        snprintf(out, n, "expired (%s)", reason ? reason : "lease");
+    else
+        snprintf(out, n, "%s", state ? state : "?");
+}
+
+json_t *sp_attempt_stream_json(const char *text, size_t len, uint64_t dropped)
 {
     return json_pack("{s:s%,s:o}", "text", text ? text : "", text ? len : 0, "droppedBytes",
                      sp_decimal_json(dropped));
@@ -294,11 +320,11 @@ static json_t *attempt_json(const sp_attempt_log *a)
 {
     return json_pack("{s:s,s:I,s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "nodeId", a->node_id, "attempt",
                      (json_int_t)a->attempt_number, "attemptId", a->attempt_id, "invocationId",
-                     a->invocation_id, "result", outcome_json(a), "startedAtMs",
+                     a->invocation_id, "result", sp_attempt_outcome_json(a, true), "startedAtMs",
                      sp_decimal_json(a->started_at_ms), "endedAtMs",
                      a->ended_at_ms ? sp_decimal_json(a->ended_at_ms) : json_null(), "stdout",
-                     stream_json(a->out, a->out_len, a->out_dropped), "stderr",
-                     stream_json(a->err, a->err_len, a->err_dropped));
+                     sp_attempt_stream_json(a->out, a->out_len, a->out_dropped), "stderr",
+                     sp_attempt_stream_json(a->err, a->err_len, a->err_dropped));
 }
 
 int spore_attempts(spore_db *db, const char *run_id, const char *cursor, size_t limit,

@@ -3,7 +3,8 @@
  * returns it, built in one place (browse.c) so the command line and the C
  * API (and the web view on it) can never disagree: newest first, filtered
  * by status, workflow and a search over run ID and start key, one page;
- * and one event as `spore events` and spore_events() show it.
+ * one event as `spore events` and spore_events() show it; an attempt's
+ * outcome and kept streams as `spore logs` and spore_attempts() show them.
  *
  * What it must never do: print, change a run, or read more than one run
  * view per run shown.
@@ -12,7 +13,9 @@
 #define SPORE_API_BROWSE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/error.h"
 #include "engine/engine.h"
@@ -35,5 +38,17 @@ json_t *sp_browse_runs(sp_store *s, sp_engine *e, const sp_runs_query *q, sp_err
  * acceptedAtMs, consumedRevision, diagnostics, payload}. NULL when out of
  * memory. */
 json_t *sp_event_json(const sp_event *e);
+
+/* What became of an attempt, as `spore logs` and spore_attempts() show it:
+ * {state, status, outcome, code, expireReason}; with `details` also
+ * {summary (sp_attempt_outcome_text), message, output}. NULL when out of
+ * memory. */
+json_t *sp_attempt_outcome_json(const sp_attempt_log *a, bool details);
+/* "succeeded (ok)", "failed (command.exit)", "unknown (...)",
+ * "expired (lease)", "running": one line of such an outcome object. */
+#define SP_OUTCOME_TEXT_MAX 200
+void sp_attempt_outcome_text(const json_t *outcome, char *out, size_t n);
+/* {text, droppedBytes} of one kept stream of an attempt. */
+json_t *sp_attempt_stream_json(const char *text, size_t len, uint64_t dropped);
 
 #endif

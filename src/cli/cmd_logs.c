@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/browse.h"
 #include "cli/session.h"
 #include "cli/views.h"
 #include "json/json.h"
@@ -130,55 +131,18 @@ static void time_text(uint64_t ms, char *out, size_t n)
     snprintf(out, n, "%s.%03uZ", day, (unsigned)(ms % 1000));
 }
 
-/* What became of the attempt: {state, status, outcome, code} of its result. */
-static json_t *outcome_json(const sp_attempt_log *e)
-{
-    json_t *r = e->result ? json_loads(e->result, 0, NULL) : NULL;
-    const json_t *error = json_object_get(r, "error");
-    json_t *o = json_pack("{s:s,s:O?,s:O?,s:O?,s:s?}", "state", e->status, "status",
-                          json_object_get(r, "status"), "outcome", json_object_get(r, "outcome"),
-                          "code", json_object_get(error, "code"), "expireReason",
-                          e->expire_reason[0] ? e->expire_reason : NULL);
-    json_decref(r);
-    return o;
-}
-
-/* "succeeded (ok)", "failed (command.exit)", "expired (lease)", "running" */
-static void outcome_text(const json_t *o, char *out, size_t n)
-{
-    const char *state = json_string_value(json_object_get(o, "state"));
-    const char *status = json_string_value(json_object_get(o, "status"));
-    const char *outcome = json_string_value(json_object_get(o, "outcome"));
-    const char *code = json_string_value(json_object_get(o, "code"));
-    const char *reason = json_string_value(json_object_get(o, "expireReason"));
-    if (status && strcmp(status, "success") == 0)
-        snprintf(out, n, "succeeded (%s)", outcome ? outcome : "ok");
-    else if (status)
-        snprintf(out, n, "%s (%s)", strcmp(status, "failure") == 0 ? "failed" : "unknown",
-                 code ? code : "?");
-    else if (state && strcmp(state, "expired") == 0)
-        snprintf(out, n, "expired (%s)", reason ? reason : "lease");
-    else
-        snprintf(out, n, "%s", state ? state : "?");
-}
-
-static json_t *stream_json(const char *text, size_t len, uint64_t dropped)
-{
-    return json_pack("{s:s%,s:o}", "text", text, len, "droppedBytes", view_decimal(dropped));
-}
-
 static json_t *entry_json(const logs_view *v, const sp_attempt_log *e)
 {
     json_t *o = json_pack(
         "{s:s,s:I,s:s,s:s,s:o,s:o,s:o,s:o}", "nodeId", e->node_id, "attempt",
         (json_int_t)e->attempt_number, "attemptId", e->attempt_id, "invocationId",
-        e->invocation_id, "result", outcome_json(e), "startedAtMs", view_decimal(e->started_at_ms),
+        e->invocation_id, "result", sp_attempt_outcome_json(e, false), "startedAtMs", view_decimal(e->started_at_ms),
         "endedAtMs", e->ended_at_ms ? view_decimal(e->ended_at_ms) : json_null(), "loggedAtMs",
         view_decimal(e->logged_at_ms));
     if (o && v->a.out)
-        json_object_set_new(o, "stdout", stream_json(e->out, e->out_len, e->out_dropped));
+        json_object_set_new(o, "stdout", sp_attempt_stream_json(e->out, e->out_len, e->out_dropped));
     if (o && v->a.err)
-        json_object_set_new(o, "stderr", stream_json(e->err, e->err_len, e->err_dropped));
+        json_object_set_new(o, "stderr", sp_attempt_stream_json(e->err, e->err_len, e->err_dropped));
     return o;
 }
 
@@ -197,8 +161,8 @@ static void entry_text(FILE *f, const logs_view *v, const sp_attempt_log *e)
 {
     char when[40], outcome[160], took[48] = "";
     time_text(e->started_at_ms, when, sizeof when);
-    json_t *o = outcome_json(e);
-    outcome_text(o, outcome, sizeof outcome);
+    json_t *o = sp_attempt_outcome_json(e, false);
+    sp_attempt_outcome_text(o, outcome, sizeof outcome);
     json_decref(o);
     if (e->ended_at_ms >= e->started_at_ms && e->ended_at_ms)
         snprintf(took, sizeof took, " \xc2\xb7 %llu ms",

@@ -160,20 +160,6 @@ static void io(sp_buf *b, const run_data *d)
 
 /* ---- attempts ---- */
 
-static void attempt_outcome(const json_t *res, char *out, size_t n)
-{
-    const char *status = str(res, "status", NULL), *state = str(res, "state", NULL);
-    const char *outcome = str(res, "outcome", NULL), *code = str(res, "code", NULL);
-    if (status && strcmp(status, "success") == 0)
-        snprintf(out, n, "succeeded (%s)", outcome ? outcome : "ok");
-    else if (status)
-        snprintf(out, n, "%s (%s)", strcmp(status, "failure") == 0 ? "failed" : "unknown",
-                 code ? code : "?");
-    else if (state && strcmp(state, "expired") == 0)
-        snprintf(out, n, "expired (%s)", str(res, "expireReason", NULL) ? str(res, "expireReason", NULL) : "lease");
-    else
-        snprintf(out, n, "%s", state ? state : "?");
-}
 
 static void stream(sp_buf *b, const json_t *a, const char *name)
 {
@@ -192,8 +178,8 @@ static void stream(sp_buf *b, const json_t *a, const char *name)
 static void attempt_row(sp_buf *b, const json_t *a)
 {
     const json_t *res = json_object_get(a, "result");
-    char outcome[200], started[40], took[40] = "-";
-    attempt_outcome(res, outcome, sizeof outcome);
+    char started[40], took[40] = "-";
+    const char *outcome = str(res, "summary", NULL); /* spore_attempts(): as spore logs says it */
     uint64_t t0 = ui_decimal(a, "startedAtMs"), t1 = ui_decimal(a, "endedAtMs");
     ui_time_text(t0, started, sizeof started);
     if (t1 >= t0 && t1)
@@ -202,7 +188,7 @@ static void attempt_row(sp_buf *b, const json_t *a)
     ui_esc(b, str(a, "nodeId", NULL));
     sp_buf_printf(b, "</td><td>%lld</td><td class=\"outcome\">",
                   (long long)json_integer_value(json_object_get(a, "attempt")));
-    ui_esc(b, outcome);
+    ui_esc(b, outcome ? outcome : "?");
     ui_raw(b, "</td><td>");
     ui_esc(b, started);
     ui_raw(b, "</td><td>");
