@@ -98,6 +98,9 @@ int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, 
             stats->store_unavailable = sp_store_rc_transient(rc);
             return -1;
         }
+        /* a full page (or one with a cursor) may leave due steps unread:
+         * the next pass with a free slot reads again (tick.c, scans_due) */
+        e->outbox_more = page.n == slots || page.next_cursor != NULL;
         for (size_t i = 0; i < page.n && r == 0 && engine_free_slots(e) > 0; i++)
             r = dispatch_one(e, &page.items[i], stats, err);
         if (page.next_cursor && r == 0)

@@ -183,10 +183,12 @@ struct sp_engine {
     uint64_t next_timers_ms; /* monotonic: when due timers are looked for next */
     /* The scans of a pass - runs with a pending event (coordinate) and due
      * invocations (dispatch) - run when something this engine did may have
-     * left work for them (scan_wanted), when the store woke it, or every
-     * --poll-ms (what other processes did); a settle that turned its run and
-     * claimed all the turn scheduled leaves nothing for them. */
+     * left work for them (scan_wanted), when the store woke it, when a slot
+     * is free and the last outbox read left due steps unread (outbox_more),
+     * or every --poll-ms (what other processes did); a settle that turned
+     * its run and claimed all the turn scheduled leaves nothing for them. */
     bool scan_wanted;
+    bool outbox_more;        /* the last outbox read filled its page: more may be due */
     uint64_t next_scan_ms;   /* monotonic: when the scans run at the latest */
     bool store_woken;        /* e->mu: the store's wake-up came since the last pass */
     uint64_t next_locks_ms;  /* monotonic: when the worker lock files are looked at next */

@@ -106,7 +106,8 @@ static bool scans_due(sp_engine *e)
     bool woken = e->store_woken;
     e->store_woken = false;
     pthread_mutex_unlock(&e->mu);
-    if (!e->scan_wanted && !woken && now < e->next_scan_ms)
+    bool slots_to_fill = e->outbox_more && engine_free_slots(e) > 0;
+    if (!e->scan_wanted && !woken && !slots_to_fill && now < e->next_scan_ms)
         return false;
     e->scan_wanted = false;
     e->next_scan_ms = now + (e->cfg.poll_ms ? e->cfg.poll_ms : 1);
