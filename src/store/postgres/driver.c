@@ -597,10 +597,10 @@ static sp_store_rc pg_query_all(void *conn, const sp_db_read *reads, size_t n, s
 {
     pg_conn *c = conn;
     sp_store_rc rc = SP_STORE_OK;
-    if (n > READS_MAX) { /* not pipelined: one by one */
-        for (size_t i = 0; i < n && rc == SP_STORE_OK; i++)
-            rc = pg_query(c, reads[i].sql, reads[i].params, reads[i].nparams, &outs[i], NULL, err);
-        return rc;
+    if (n > READS_MAX) { /* the shared logic sends at most two */
+        sp_fail(err, "store.invariant", "postgres: %zu reads in one exchange (at most %d)", n,
+                READS_MAX);
+        return SP_STORE_CORRUPT;
     }
     pg_stmt *st[READS_MAX] = {0};
     bound b[READS_MAX] = {0};
