@@ -109,6 +109,21 @@ typedef struct spore_db spore_db;
  * `store.unauthorized`, `schema.too-new`, `schema.unknown`, `runtime`. */
 spore_db *spore_open(const char *location, spore_error *err);
 
+/* How spore_open_with() opens a store; zeroed = spore_open(). */
+typedef struct spore_open_options {
+    /* Refuse a location that holds no store yet (`store.not-found`, nothing
+     * created) instead of creating one: for tools that only look. */
+    bool existing_only;
+    /* Accept a SQLite file that other users may read or write, or that
+     * another user owns (the `spore` command's --allow-shared-store). */
+    bool allow_shared;
+} spore_open_options;
+
+/* spore_open() with `options` (NULL: the defaults). Errors: spore_open()'s,
+ * and `store.not-found` with existing_only. */
+spore_db *spore_open_with(const char *location, const spore_open_options *options,
+                          spore_error *err);
+
 /* Close the store and free the handle. Attempts still running are told to
  * stop (their native functions see spore_call_stop_requested()) and waited
  * for, but what they report is not recorded: like after a crash, they are

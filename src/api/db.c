@@ -101,6 +101,14 @@ static int lock_dir_for(spore_db *db, sp_error *err)
 
 spore_db *spore_open(const char *location, spore_error *err)
 {
+    return spore_open_with(location, NULL, err);
+}
+
+spore_db *spore_open_with(const char *location, const spore_open_options *options,
+                          spore_error *err)
+{
+    const spore_open_options defaults = {0};
+    const spore_open_options *o = options ? options : &defaults;
     if (!location || !*location) {
         api_fail(err, "usage", "spore_open needs a location (a SQLite file path)");
         return NULL;
@@ -118,7 +126,11 @@ spore_db *spore_open(const char *location, spore_error *err)
         sp_oom(&e);
         goto fail;
     }
-    db->store = sp_store_open(location, NULL, &e);
+    sp_store_open_opts opts = {
+        .mode = o->existing_only ? SP_STORE_OPEN_EXISTING : SP_STORE_OPEN_OR_CREATE,
+        .allow_shared = o->allow_shared,
+    };
+    db->store = sp_store_open_with(location, &opts, &e);
     if (!db->store || lock_dir_for(db, &e))
         goto fail;
     sp_engine_config cfg = sp_engine_defaults();

@@ -92,7 +92,8 @@ static int serve(cli *c, ui_config *cfg, const char *db)
 {
     sp_error err = {0};
     spore_error e = {0};
-    cfg->db = spore_open(db, &e);
+    spore_open_options opts = {.existing_only = true, .allow_shared = c->allow_shared_store};
+    cfg->db = spore_open_with(db, &opts, &e);
     if (!cfg->db) {
         sp_fail(&err, e.code, "%s", e.message);
         spore_error_clear(&e);

@@ -27,7 +27,10 @@
 #   HttpOnly SameSite=Strict cookie and redirecting without it), and the
 #   token is on no page;
 # - at most 8 live streams at a time (503 ui.too-many-streams);
-# - SIGINT stops the server (exit 130), live streams open or not.
+# - SIGINT stops the server (exit 130), live streams open or not;
+# - a store that does not exist is store.not-found (nothing created); one
+#   that other users may read is store.not-private, and is served with
+#   --allow-shared-store.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 command -v curl >/dev/null || { echo "test_ui: curl is required (scripts/deps.sh test)" >&2; exit 1; }
@@ -45,7 +48,7 @@ gvenv_exec() {
 start_ui() {
   local name=$1
   shift
-  (gvenv_exec "$spore" ui --db "$db" --json "$@" >"$tmp/$name.out" 2>"$tmp/$name.err") &
+  (gvenv_exec "$spore" ui --db "${ui_db:-$db}" --json "$@" >"$tmp/$name.out" 2>"$tmp/$name.err") &
   ui_pid=$!
   bg_pids+=("$ui_pid")
   wait_for 20 grep -q '"url":' "$tmp/$name.out" || { fail "$name: no URL printed ($(cat "$tmp/$name.err"))"; finish; }
@@ -328,5 +331,19 @@ wait "${stream_pids[@]}" 2>/dev/null || true
 kill -INT "$ui_pid"
 wait_bg "$ui_pid" 20
 [ "$bg_rc" -eq 130 ] || fail "tokened server: exit $bg_rc, want 130"
+
+# ---- a store other users may read: refused unless --allow-shared-store ----
+shared="$tmp/shared.db"
+sp run "$wf/three-steps.json" --db "$shared" --key shared-1 --json
+expect_rc 0 "a run in the store to share"
+chmod 644 "$shared"
+expect_error 10 store.not-private "a store others may read" -- ui --db "$shared" --listen 127.0.0.1:0
+ui_db=$shared start_ui shared --listen 127.0.0.1:0 --allow-shared-store
+http GET /runs -H 'Accept: application/json'
+expect_status 200 "--allow-shared-store: the runs list"
+expect_body shared-1 "--allow-shared-store: the shared store's run"
+kill -INT "$ui_pid"
+wait_bg "$ui_pid" 20
+[ "$bg_rc" -eq 130 ] || fail "shared store's server: exit $bg_rc, want 130"
 
 finish
