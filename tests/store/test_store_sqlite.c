@@ -9,7 +9,8 @@
  *       (adapter.c);
  *   Q04 a newer schema is refused; a directory is store.io, a non-database
  *       file store.corrupt, a foreign database schema.unknown, an empty file
- *       is initialized, a held write lock is unavailable/store.busy.
+ *       is initialized, a held write lock is unavailable/store.busy, the WAL
+ *       is checkpointed at 4000 pages.
  *
  * Usage: test_store_sqlite <store_crash_child> [suite|cross|reopen|crash|errors]
  */
@@ -161,12 +162,62 @@ static void q04_busy(void)
     sq_destroy(&CTX, db);
 }
 
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* The WAL is checkpointed at 4000 pages (SP_SQLITE_CHECKPOINT_PAGES,
+ * src/store/sqlite/sqlite.h), not at SQLite's 1000: signals are appended
+ * until the -wal file holds more than 1000 pages and the database file is
+ * still as small as the new store left it; then until it holds 4000 and
+ * the checkpoint has copied the pages into the database file. */
+static void q04_checkpoint(void)
+{
+    char db[STORE_LOCATION_MAX], wal[STORE_LOCATION_MAX + 8];
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    sq_fresh(&CTX, db);
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    sp_store *s = open_at(db, &clock, &err);
+    CHECK(s != NULL);
+    sp_run_key k = fx_key("run_wal");
+    sp_create_run_res cr;
+    if (!s || fx_create(s, &k, "wal", &cr, &err) != SP_STORE_OK) {
+        sp_error_clear(&err);
+        sp_store_close(s);
+        return;
+    }
+    const long frame = 4096 + 24, before = file_size(db);
+    int n = 0;
+    sp_append_event_res a;
+    char id[32];
+    for (; n < 2000 && file_size(wal) < 1200 * frame; n++) {
+        snprintf(id, sizeof id, "m%d", n);
+        EXPECT_OK(fx_signal(s, &k, id, "go", &a, &err), &err);
+    }
+    CHECK(file_size(wal) >= 1200 * frame);
+    CHECK(file_size(db) == before); /* no checkpoint yet */
+    for (; n < 4000 && file_size(db) == before; n++) {
+        snprintf(id, sizeof id, "m%d", n);
+        EXPECT_OK(fx_signal(s, &k, id, "go", &a, &err), &err);
+    }
+    CHECK(file_size(db) > before); /* checkpointed ... */
+    CHECK(file_size(wal) >= 4000 * frame); /* ... after 4000 pages */
+    CHECK(file_size(wal) < 4200 * frame);
+    sp_store_close(s);
+    sq_destroy(&CTX, db);
+}
+
 static void q04_errors(void)
 {
     int before = check_failures;
     q04_schema();
     q04_files();
     q04_busy();
+    q04_checkpoint();
     printf("sqlite Q04 schema and error mapping: %s\n", check_failures == before ? "ok" : "FAILED");
 }
 

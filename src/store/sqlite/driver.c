@@ -4,10 +4,11 @@
  * What it is for: one connection per store instance, serialized by a mutex
  * that is held from begin() to commit()/rollback(), so the public sp_store_*
  * functions may be called from several threads on one instance. WAL,
- * synchronous=FULL, foreign keys on, 5 s busy timeout (retried every 50 us
- * to 1 ms, not SQLite's up-to-100 ms sleeps), BEGIN IMMEDIATE for
- * writes, statements prepared once per SQL text (SQLITE_PREPARE_PERSISTENT)
- * and every SQLite failure mapped to a store failure kind with a stable code.
+ * synchronous=FULL, foreign keys on, a checkpoint every 4000 WAL pages, 5 s
+ * busy timeout (retried every 50 us to 1 ms, not SQLite's up-to-100 ms
+ * sleeps), BEGIN IMMEDIATE for writes, statements prepared once per SQL text
+ * (SQLITE_PREPARE_PERSISTENT) and every SQLite failure mapped to a store
+ * failure kind with a stable code.
  *
  * Files: a new store file is created 0600 (its -wal and -shm follow); an
  * existing one that others may read is refused unless the caller allows it;
@@ -345,9 +346,12 @@ static sp_store_rc wal(sqlite3 *db, sp_error *err)
 static sp_store_rc pragmas(sqlite3 *db, sp_error *err)
 {
     /* temp_store: a batch's savepoints keep their sub-journals in memory,
-     * not in a file of /var/tmp written for every page a request changes */
+     * not in a file of /var/tmp written for every page a request changes.
+     * wal_autocheckpoint: see SP_SQLITE_CHECKPOINT_PAGES. */
     static const char *const sql[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON",
-                                      "PRAGMA temp_store = MEMORY", NULL};
+                                      "PRAGMA temp_store = MEMORY",
+                                      "PRAGMA wal_autocheckpoint = " SP_SQLITE_CHECKPOINT_PAGES,
+                                      NULL};
     sp_store_rc kind = wal(db, err);
     for (const char *const *q = sql; *q && kind == SP_STORE_OK; q++) {
         int rc = sqlite3_exec(db, *q, NULL, NULL, NULL);
