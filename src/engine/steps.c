@@ -248,7 +248,13 @@ int sp_engine_step_fail(sp_engine *e, const char *token, const char *message, co
     return rc;
 }
 
-/* ---- abandon ---- */
+/* ---- abandon ----
+ *
+ * A person's act that fences out the old holder (engine.md §9): the attempt
+ * is expired (reason abandoned) first, and only then is its job stopped
+ * through its runner. Stopping first let a worker's probe see the job gone
+ * in between and record the step as finished (a component's probe answers
+ * "gone" as the step's result), so the abandon lost to its own stop. */
 
 static void stop_job(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
                      const char *package_digest)
@@ -275,7 +281,6 @@ int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id
             if (engine_attempt_state_of(v) != ENGINE_ATTEMPT_RUNNING)
                 continue;
             sp_error_clear(err);
-            stop_job(e, key, v, view.package_digest);
             sp_attempt_ref ref = {.key = *key, .fence = v->fence};
             snprintf(ref.invocation_id, sizeof ref.invocation_id, "%s", v->invocation_id);
             snprintf(ref.attempt_id, sizeof ref.attempt_id, "%s", v->attempt_id);
@@ -284,6 +289,8 @@ int sp_engine_step_abandon(sp_engine *e, const sp_run_key *key, char *attempt_id
             sp_finish_res res;
             sp_store_rc src = ledger_expire(e, &ref, SP_EXPIRE_ABANDONED, &res, err);
             rc = src == SP_STORE_OK ? 0 : -1;
+            if (rc == 0) /* fenced first: a probe or watch that sees the job end now is late */
+                stop_job(e, key, v, view.package_digest);
             break;
         }
         sp_invocation_list_free(&list);

@@ -8,7 +8,9 @@
 # - R1: the job outlives a SIGKILLed worker; a second `spore worker` process
 #   probes it through the runner (alive), then `step abandon` stops it
 #   through the runner: the job is gone afterwards and the run proceeds (the
-#   step's `failed` route);
+#   step's `failed` route); worker B probes every 50 ms meanwhile, and the
+#   abandon fences the attempt before it stops the job, so no probe can
+#   record the stopped job as the step's result (audit: expired abandoned);
 # - the deadline (async.timeoutMs) stops the job through the runner too.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
@@ -29,6 +31,7 @@ grep -q "detached-job: the job started" "$log" || fail "the runner's log line is
 
 # ---- R1: SIGKILL the worker, probe from a second worker, abandon ----
 jq --arg log "$SPORE_TEST_LOG" '.actions.job.config.args = ["300"] | .actions.job.retry.maxAttempts = 1
+  | .actions.job.async.probeEveryMs = "50"
   | .actions.after = {kind: "command", effect: "idempotent",
       argv: ["/bin/sh", "-c", ("echo after $SPORE_RUN_ID >> " + $log)]}
   | .nodes.job.outcomes = {ok: "after", failed: "after"}
