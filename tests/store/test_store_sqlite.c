@@ -10,7 +10,8 @@
  *   Q04 a newer schema is refused; a directory is store.io, a non-database
  *       file store.corrupt, a foreign database schema.unknown, an empty file
  *       is initialized, a held write lock is unavailable/store.busy, the WAL
- *       is checkpointed at 4000 pages.
+ *       is checkpointed at 4000 pages, and a checkpoint a reader stopped
+ *       short is tried again 1000 pages later, not after every commit.
  *
  * Usage: test_store_sqlite <store_crash_child> [suite|cross|reopen|crash|errors]
  */
@@ -211,6 +212,78 @@ static void q04_checkpoint(void)
     sq_destroy(&CTX, db);
 }
 
+/* The whole database file, to see whether a commit's checkpoint wrote it. */
+static char *file_bytes(const char *path, long *len)
+{
+    *len = file_size(path);
+    char *buf = *len > 0 ? malloc((size_t)*len) : NULL;
+    FILE *f = buf ? fopen(path, "rb") : NULL;
+    if (!f || fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* A reader in another connection (another worker process in real use) that
+ * holds a snapshot at every commit stops each checkpoint short of the WAL's
+ * end. SQLite's own hook then checkpointed after every commit and wrote the
+ * database file each time; the store's tries again only once the WAL has
+ * grown by SP_SQLITE_CHECKPOINT_RETRY_PAGES (1000) more pages. */
+static void q04_checkpoint_reader(void)
+{
+    char db[STORE_LOCATION_MAX], wal[STORE_LOCATION_MAX + 8];
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    sq_fresh(&CTX, db);
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    sp_store *s = open_at(db, &clock, &err);
+    sqlite3 *reader = NULL;
+    CHECK(s != NULL && sqlite3_open_v2(db, &reader, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sp_run_key k = fx_key("run_reader");
+    sp_create_run_res cr;
+    if (!s || !reader || fx_create(s, &k, "wal", &cr, &err) != SP_STORE_OK) {
+        sp_error_clear(&err);
+        sqlite3_close(reader);
+        sp_store_close(s);
+        return;
+    }
+    const long frame = 4096 + 24;
+    int n = 0, writes = 0;
+    long wal_at = 0, len = 0, new_len = 0;
+    char *bytes = NULL, id[32];
+    sp_append_event_res a;
+    for (; n < 6000; n++) {
+        CHECK(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM events;", NULL, NULL, NULL) ==
+              SQLITE_OK);
+        snprintf(id, sizeof id, "m%d", n);
+        EXPECT_OK(fx_signal(s, &k, id, "go", &a, &err), &err);
+        CHECK(sqlite3_exec(reader, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+        if (!bytes && file_size(wal) >= 4100 * frame) { /* past the first checkpoint */
+            bytes = file_bytes(db, &len);
+            wal_at = file_size(wal);
+            continue;
+        }
+        if (!bytes)
+            continue;
+        char *now = file_bytes(db, &new_len);
+        writes += new_len != len || (now && bytes && memcmp(now, bytes, (size_t)len) != 0);
+        free(bytes);
+        bytes = now, len = new_len;
+        if (file_size(wal) >= wal_at + 1500 * frame)
+            break;
+    }
+    CHECK(bytes != NULL && file_size(wal) >= wal_at + 1500 * frame);
+    CHECK(writes >= 1 && writes <= 2); /* not one per commit (hundreds) */
+    free(bytes);
+    sqlite3_close(reader);
+    sp_store_close(s);
+    sq_destroy(&CTX, db);
+}
+
 static void q04_errors(void)
 {
     int before = check_failures;
@@ -218,6 +291,7 @@ static void q04_errors(void)
     q04_files();
     q04_busy();
     q04_checkpoint();
+    q04_checkpoint_reader();
     printf("sqlite Q04 schema and error mapping: %s\n", check_failures == before ? "ok" : "FAILED");
 }
 

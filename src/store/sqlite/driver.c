@@ -37,6 +37,7 @@ typedef struct sq_conn {
     pthread_mutex_t mu;
     sp_clock clock;
     sp_db_cache statements; /* sqlite3_stmt by SQL text */
+    int checkpoint_at;      /* WAL pages at which a commit next checkpoints */
 } sq_conn;
 
 /* ---- error mapping ---- */
@@ -343,21 +344,45 @@ static sp_store_rc wal(sqlite3 *db, sp_error *err)
     return rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(db, rc, "journal_mode", err);
 }
 
-static sp_store_rc pragmas(sqlite3 *db, sp_error *err)
+/* The connection's WAL hook, in place of SQLite's automatic checkpoint
+ * (which it would otherwise be): after a commit that left the WAL at
+ * SP_SQLITE_CHECKPOINT_PAGES or more, copy it back (PASSIVE: never waits for
+ * a reader). When a reader in another worker process still used the WAL's
+ * frames, that checkpoint stops at the reader's snapshot and the WAL cannot
+ * start over; SQLite's own hook then checkpointed after every commit, and
+ * each time wrote the pages that commit changed into the database file again
+ * (two workers on one file wrote 2.4 times the database pages of one). Here
+ * the next try waits for SP_SQLITE_CHECKPOINT_RETRY_PAGES more pages. Runs
+ * after the commit is durable and its lock released; its failure changes
+ * nothing committed, so it is not reported (a later commit tries again). */
+static int checkpoint_hook(void *ctx, sqlite3 *db, const char *schema, int pages)
+{
+    sq_conn *c = ctx;
+    if (pages < SP_SQLITE_CHECKPOINT_PAGES)
+        c->checkpoint_at = SP_SQLITE_CHECKPOINT_PAGES; /* the WAL started over */
+    if (pages < c->checkpoint_at)
+        return SQLITE_OK;
+    int in_wal = -1, copied = -1;
+    int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &in_wal, &copied);
+    bool complete = rc == SQLITE_OK && copied >= in_wal;
+    c->checkpoint_at = complete ? SP_SQLITE_CHECKPOINT_PAGES : pages + SP_SQLITE_CHECKPOINT_RETRY_PAGES;
+    return SQLITE_OK;
+}
+
+static sp_store_rc pragmas(sq_conn *c, sp_error *err)
 {
     /* temp_store: a batch's savepoints keep their sub-journals in memory,
-     * not in a file of /var/tmp written for every page a request changes.
-     * wal_autocheckpoint: see SP_SQLITE_CHECKPOINT_PAGES. */
+     * not in a file of /var/tmp written for every page a request changes. */
     static const char *const sql[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON",
-                                      "PRAGMA temp_store = MEMORY",
-                                      "PRAGMA wal_autocheckpoint = " SP_SQLITE_CHECKPOINT_PAGES,
-                                      NULL};
-    sp_store_rc kind = wal(db, err);
+                                      "PRAGMA temp_store = MEMORY", NULL};
+    sp_store_rc kind = wal(c->db, err);
     for (const char *const *q = sql; *q && kind == SP_STORE_OK; q++) {
-        int rc = sqlite3_exec(db, *q, NULL, NULL, NULL);
+        int rc = sqlite3_exec(c->db, *q, NULL, NULL, NULL);
         if (rc != SQLITE_OK)
-            kind = sp_sqlite_map(db, rc, *q, err);
+            kind = sp_sqlite_map(c->db, rc, *q, err);
     }
+    c->checkpoint_at = SP_SQLITE_CHECKPOINT_PAGES;
+    sqlite3_wal_hook(c->db, checkpoint_hook, c);
     return kind;
 }
 
@@ -477,7 +502,7 @@ static sp_store_rc open_store_file(sq_conn *c, const char *path, const sp_store_
     if (kind == SP_STORE_OK && !o->allow_shared)
         kind = check_private(path, err);
     if (kind == SP_STORE_OK)
-        kind = pragmas(c->db, err);
+        kind = pragmas(c, err);
     if (kind == SP_STORE_OK && empty)
         kind = sp_sqlite_schema_ensure(c->db, err);
     else if (kind == SP_STORE_OK && !o->reads_only)

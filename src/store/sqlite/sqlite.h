@@ -17,15 +17,17 @@
 #define SP_SQLITE_BUSY_TIMEOUT_MS 5000
 
 /* The WAL is copied back into the database (a checkpoint, run by the
- * connection whose commit passed the mark) once it holds this many pages,
- * not SQLite's default 1000: a sequential step writes ~21 pages and 200
- * runs stepping at once ~18 per step, so at 1000 a checkpoint came every ~50
- * steps and copied pages that the next steps changed again. At 4000 pages
- * (16 MiB of 4 KiB pages) the pages changed between two checkpoints are
- * copied once, and the WAL's index stays in its first 32 KiB segment (4096
- * frames), which every page read searches. A string: it is pasted into the
- * PRAGMA. */
-#define SP_SQLITE_CHECKPOINT_PAGES "4000"
+ * connection whose commit passed the mark; driver.c's checkpoint_hook) once
+ * it holds this many pages, not SQLite's default 1000: a sequential step
+ * writes ~21 pages and 200 runs stepping at once ~18 per step, so at 1000 a
+ * checkpoint came every ~50 steps and copied pages that the next steps
+ * changed again. At 4000 pages (16 MiB of 4 KiB pages) the pages changed
+ * between two checkpoints are copied once, and the WAL's index stays in its
+ * first 32 KiB segment (4096 frames), which every page read searches. */
+#define SP_SQLITE_CHECKPOINT_PAGES 4000
+/* A checkpoint that a reader's snapshot stopped short is tried again once
+ * the WAL has grown by this many pages, not after every commit. */
+#define SP_SQLITE_CHECKPOINT_RETRY_PAGES 1000
 
 /* Open the store at `path` (sp_store_open_with, store.h). */
 sp_store *sp_sqlite_open(const char *path, const sp_store_open_opts *opts, sp_error *err);
