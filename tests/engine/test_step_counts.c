@@ -9,7 +9,12 @@
  *     result, its event, the kernel's decision and the next claim share one
  *     transaction: STEPS + 1 commits for STEPS steps, the first turn
  *     included) and at most STATEMENTS_PER_STEP statements per step, and on
- *     PostgreSQL at most ROUND_TRIPS_PER_STEP client/server round trips;
+ *     PostgreSQL at most ROUND_TRIPS_PER_STEP client/server round trips
+ *     and no wake-up NOTIFY but the first turn's: a step whose result the
+ *     same transaction consumes and whose next step it claims has no work
+ *     to announce, and a notifying commit holds PostgreSQL's database-wide
+ *     notify lock through its WAL flush, so other workers' commits could
+ *     not share the flush;
  *   concurrent: RUNS runs x 10 steps served by one engine share commits
  *     (group commit): well under one commit per step.
  *
@@ -19,6 +24,7 @@
  */
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -139,6 +145,55 @@ static bool start(fixture *f, int steps, const char *key, sp_run_key *out)
     return true;
 }
 
+/* ---- PostgreSQL wake-ups: a session LISTENing on the store's channel ---- */
+
+static PGconn *pg_listen(const char *location)
+{
+    PGconn *c = PQconnectdb(location);
+    PGresult *r = PQstatus(c) == CONNECTION_OK
+                      ? PQexec(c, "SELECT 'spore_' || left(md5(current_schema()), 16)")
+                      : NULL;
+    char sql[96] = "";
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        snprintf(sql, sizeof sql, "LISTEN %s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    r = sql[0] ? PQexec(c, sql) : NULL;
+    bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+        check_fail(__FILE__, __LINE__, "LISTEN: %s", PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* The notifications the listening session got before a sentinel it sends
+ * itself now (delivered after every notification committed before it);
+ * -1 when the sentinel does not arrive within 10 s. */
+static int pg_notifications(PGconn *c)
+{
+    PGresult *r = PQexec(c, "SELECT pg_notify('spore_' || left(md5(current_schema()), 16),"
+                            " 'test-sentinel')");
+    bool sent = r && PQresultStatus(r) == PGRES_TUPLES_OK;
+    PQclear(r);
+    int n = 0;
+    for (int waited = 0; sent && waited < 10000; waited += 50) {
+        PGnotify *note;
+        PQconsumeInput(c);
+        while ((note = PQnotifies(c)) != NULL) {
+            bool sentinel = strcmp(note->extra, "test-sentinel") == 0;
+            PQfreemem(note);
+            if (sentinel)
+                return n;
+            n++;
+        }
+        struct pollfd p = {PQsocket(c), POLLIN, 0};
+        poll(&p, 1, 50);
+    }
+    return -1;
+}
+
 static void sequential(const char *location, const char *label)
 {
     fixture f;
@@ -148,6 +203,8 @@ static void sequential(const char *location, const char *label)
         fixture_close(&f);
         return;
     }
+    bool pg = strcmp(label, "postgres") == 0;
+    PGconn *listener = pg ? pg_listen(location) : NULL;
     sp_store_counters before, after;
     sp_store_counters_get(f.store, &before);
     sp_park park = SP_PARK_FAILED;
@@ -167,12 +224,18 @@ static void sequential(const char *location, const char *label)
            (unsigned long long)trips, (double)trips / STEPS);
     /* the first turn (run.started) has no step of its own: STEPS + 1 */
     CHECK(commits <= STEPS + 1);
-    bool pg = strcmp(label, "postgres") == 0;
     CHECK(statements <= (uint64_t)(pg ? STATEMENTS_PER_STEP_PG : STATEMENTS_PER_STEP) * STEPS);
     if (pg) /* a server: every request is a round trip */
         CHECK(trips > 0 && trips <= (uint64_t)ROUND_TRIPS_PER_STEP * STEPS);
     else
         CHECK_INT(trips, 0);
+    if (pg) {
+        int notes = listener ? pg_notifications(listener) : -1;
+        printf("%s sequential: %d wake-up notifications\n", label, notes);
+        /* the first turn's invocation, pending until claimed: at most 1 */
+        CHECK(notes >= 0 && notes <= 1);
+    }
+    PQfinish(listener);
     fixture_close(&f);
 }
 

@@ -8,7 +8,9 @@
 # - a signal sent by another process to a waiting run wakes a worker;
 # - a format 0.2 sleep fires at its due time, not at the next poll;
 # - the schema has the wake-up triggers, and the workers have their
-#   listening connections (pg_stat_activity).
+#   listening connections (pg_stat_activity);
+# - a store with the events trigger of before (per statement, notifying
+#   consumed events too) gets the per-row one when a writer opens it.
 set -euo pipefail
 source "$(dirname "$0")/../cli/lib.sh" "$@"
 source "$(dirname "$0")/pglib.sh"
@@ -81,4 +83,19 @@ echo "attempts were claimed by $owners worker(s)"
 kill -TERM "$w1" "$w2"
 wait "$w1" 2>/dev/null || true
 wait "$w2" 2>/dev/null || true
+
+# ---- a store whose events trigger is the statement trigger of before ----
+# (it notified for every event, consumed ones included) gets the row
+# trigger that skips consumed events when a writer opens it
+row_trigger() {
+  sql "SELECT tgtype & 1 FROM pg_trigger WHERE tgname = 'events_notify'
+       AND tgrelid = to_regclass('events')"
+}
+[ "$(row_trigger)" = 1 ] || fail "the events trigger is not per row"
+sql "CREATE OR REPLACE TRIGGER events_notify AFTER INSERT ON events
+     FOR EACH STATEMENT EXECUTE FUNCTION spore_notify_work()"
+[ "$(row_trigger)" = 0 ] || fail "could not put the old events trigger back"
+sp start "$wf/three-steps.json" --key upgraded --db "$db" --json
+expect_rc 0 "start on a store with the old events trigger"
+[ "$(row_trigger)" = 1 ] || fail "opening the store did not replace the old events trigger"
 finish

@@ -57,17 +57,25 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
     " CONSTRAINT attempt_logs_pkey PRIMARY KEY (tenant, run_id, attempt_id),"                      \
     " FOREIGN KEY (tenant, run_id, attempt_id) REFERENCES attempts (tenant, run_id, attempt_id));"
 
-/* Wake-ups (listen.c): a transaction that commits new work - an event, an
- * invocation becoming pending, a timer - notifies the schema's channel
- * (NOTIFY is delivered at commit, once per transaction and payload).
- * Added to version 1 like the timers. */
+/* Wake-ups (listen.c): a transaction that commits new work - an event
+ * left for a later turn, an invocation becoming pending, a timer - notifies
+ * the schema's channel (NOTIFY is delivered at commit, once per transaction
+ * and payload). An event stored already consumed (a step's result the same
+ * transaction decided on) is no work for anyone: a step that also claims
+ * its next invocation sends no NOTIFY. That matters beyond the wake-up: a
+ * transaction that notifies takes PostgreSQL's database-wide notify lock at
+ * commit and holds it through its WAL flush, so notifying commits of
+ * several workers are flushed one after the other, never together.
+ * Added to version 1 like the timers; a store whose events trigger was
+ * still the statement trigger of before gets this one when a writer opens it
+ * (add_missing). */
 #define NOTIFY_DDL                                                                                 \
     "CREATE OR REPLACE FUNCTION spore_notify_work() RETURNS trigger LANGUAGE plpgsql AS"           \
     " $$BEGIN PERFORM pg_notify('spore_' || left(md5(current_schema()), 16), TG_TABLE_NAME);"     \
     " RETURN NULL;"                                                                                \
     " END$$;"                                                                                      \
     "CREATE OR REPLACE TRIGGER events_notify AFTER INSERT ON events"                               \
-    " FOR EACH STATEMENT EXECUTE FUNCTION spore_notify_work();"                                    \
+    " FOR EACH ROW WHEN (NEW.consumed_revision IS NULL) EXECUTE FUNCTION spore_notify_work();"     \
     "CREATE OR REPLACE TRIGGER invocations_notify AFTER INSERT OR UPDATE OF status ON invocations"  \
     " FOR EACH ROW WHEN (NEW.status = 'pending') EXECUTE FUNCTION spore_notify_work();"            \
     "CREATE OR REPLACE TRIGGER timers_notify AFTER INSERT ON timers"                               \
@@ -245,7 +253,10 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
     PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL AND EXISTS (SELECT 1"
                                   " FROM pg_trigger WHERE tgname = 'timers_notify'"
                                   " AND tgrelid = to_regclass('timers'))"
-                                  " AND to_regclass('attempt_logs') IS NOT NULL");
+                                  " AND to_regclass('attempt_logs') IS NOT NULL"
+                                  " AND EXISTS (SELECT 1 FROM pg_trigger"
+                                  " WHERE tgname = 'events_notify' AND tgrelid = to_regclass('events')"
+                                  " AND tgtype & 1 = 1)"); /* 1: FOR EACH ROW (below) */
     sp_store_rc rc = SP_STORE_OK;
     bool present = false;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
