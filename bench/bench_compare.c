@@ -19,8 +19,8 @@
  *     `complete`; runs of at most 1000 steps (maxVisitsPerNode <= 1000);
  *   - spore R runs x K steps (200 x 10): R runs started (timed, like the
  *     peers' numbers), then one engine serves in this process until every
- *     run completed; then 1 and 2 forked worker processes the same way, for
- *     the "2 workers / 1 worker" ratio;
+ *     run completed; then 1, 2 and 4 forked worker processes the same way, for
+ *     the "2 workers / 1 worker" and "4 workers / 1 worker" ratios;
  *   - with --pg: raw autocommit INSERTs over libpq and the same spore
  *     workloads on PostgreSQL (a fresh schema per workload);
  *   - with --restate DIR: the peer's own ./run.sh (REPS=1) in that writable
@@ -85,7 +85,7 @@
 #define MAX_REPS 50
 #define SEQ_RUN_MAX 1000 /* steps per sequential run: maxVisitsPerNode <= 1000 */
 #define CHAIN 250        /* nodes of the long chain (a workflow holds <= 256) */
-#define MAX_WORKERS 2
+#define MAX_WORKERS 4
 #define WAIT_LIMIT_MS 600000.0 /* a workload that takes longer is reported failed */
 
 /* ---- small helpers ---- */
@@ -1082,8 +1082,9 @@ static dbos_out run_dbos(const char *dir, size_t nseq, size_t nwf, size_t kwf, i
 /* ---- what is measured: rows (workloads) x columns, ratios ---- */
 
 enum {
-    R_RAW, R_SEQ1, R_SEQ250, R_CONC, R_FORK1, R_FORK2, R_RS_SEQ, R_RS_CONC, R_RS_FSYNC,
-    R_PG_RAW, R_PG_SEQ1, R_PG_SEQ250, R_PG_CONC, R_PG_FORK1, R_PG_FORK2, R_DB_SEQ, R_DB_CONC,
+    R_RAW, R_SEQ1, R_SEQ250, R_CONC, R_FORK1, R_FORK2, R_FORK4, R_RS_SEQ, R_RS_CONC, R_RS_FSYNC,
+    R_PG_RAW, R_PG_SEQ1, R_PG_SEQ250, R_PG_CONC, R_PG_FORK1, R_PG_FORK2, R_PG_FORK4, R_DB_SEQ,
+    R_DB_CONC,
     R_PGBENCH, NROWS
 };
 enum { C_RATE, C_MS, C_P50, C_P99, C_CPU, C_COMMITS, C_SERVE, NCOLS };
@@ -1104,6 +1105,7 @@ static const row_def ROWS[NROWS] = {
     {"sqlite.runs_1worker", "spore RxK, 1 worker in-process", false},
     {"sqlite.runs_1process", "spore RxK, 1 worker process", false},
     {"sqlite.runs_2processes", "spore RxK, 2 worker processes", false},
+    {"sqlite.runs_4processes", "spore RxK, 4 worker processes", false},
     {"restate.seq", "Restate seq, 1x{N}", false},
     {"restate.runs", "Restate RxK", false},
     {"restate.fdatasync", "fdatasync, 600 B appends (Restate's loop)", true},
@@ -1113,6 +1115,7 @@ static const row_def ROWS[NROWS] = {
     {"pg.runs_1worker", "spore/PG RxK, 1 worker in-process", false},
     {"pg.runs_1process", "spore/PG RxK, 1 worker process", false},
     {"pg.runs_2processes", "spore/PG RxK, 2 worker processes", false},
+    {"pg.runs_4processes", "spore/PG RxK, 4 worker processes", false},
     {"dbos.seq", "DBOS seq, 1x{N} (same server)", false},
     {"dbos.runs", "DBOS RxK (same server)", false},
     {"pg.pgbench", "pgbench 1 client, INSERTs (DBOS's loop)", true},
@@ -1120,7 +1123,8 @@ static const row_def ROWS[NROWS] = {
 
 enum {
     Q_SEQ1_RAW, Q_SEQ250_RAW, Q_CONC_RAW, Q_SEQ1_RS, Q_SEQ250_RS, Q_CONC_RS, Q_CPU1,
-    Q_GROW_TIME, Q_GROW_CPU, Q_COMMITS1, Q_FORK2_1, Q_PG_SEQ1_RAW, Q_PG_CONC_RAW, Q_PG_FORK2_1,
+    Q_GROW_TIME, Q_GROW_CPU, Q_COMMITS1, Q_FORK2_1, Q_FORK4_1, Q_PG_SEQ1_RAW, Q_PG_CONC_RAW,
+    Q_PG_FORK2_1, Q_PG_FORK4_1,
     Q_PG_SEQ_PGBENCH, Q_PG_SEQ_DBOS, Q_PG_CONC_DBOS, NRATIOS
 };
 
@@ -1143,9 +1147,11 @@ static const ratio_def RATIOS[NRATIOS] = {
     {"growth_cpu_250_over_1", "CPU/step, 250-node / 1-node", '<', 1.2},
     {"commits_per_step_seq", "store commits per step, seq 1-node", '<', 1},
     {"sqlite_2w_over_1w", "SQLite RxK, 2 workers / 1 (processes)", '>', 1},
+    {"sqlite_4w_over_1w", "SQLite RxK, 4 workers / 1 (processes)", 0, 0},
     {"pg_seq_over_raw", "PG seq (1-node) / raw autocommit INSERTs", '>', 0.6},
     {"pg_runs_over_raw", "PG RxK, 1 worker / raw INSERTs", 0, 0},
     {"pg_2w_over_1w", "PG RxK, 2 workers / 1 (processes)", '>', 1.7},
+    {"pg_4w_over_1w", "PG RxK, 4 workers / 1 (processes)", 0, 0},
     {"pg_seq_over_pgbench", "PG seq (1-node) / pgbench 1 client", '>', 0.6},
     {"pg_seq_over_dbos", "spore/PG seq / DBOS seq", '>', 5},
     {"pg_runs_over_dbos", "spore/PG RxK, 1 worker / DBOS RxK", '>', 3},
@@ -1202,9 +1208,11 @@ static void compute_ratios(int r)
     g_q[Q_GROW_CPU][r] = ratio(g_v[R_SEQ250][C_CPU][r], g_v[R_SEQ1][C_CPU][r]);
     g_q[Q_COMMITS1][r] = g_v[R_SEQ1][C_COMMITS][r];
     g_q[Q_FORK2_1][r] = ratio(g_v[R_FORK2][C_RATE][r], g_v[R_FORK1][C_RATE][r]);
+    g_q[Q_FORK4_1][r] = ratio(g_v[R_FORK4][C_RATE][r], g_v[R_FORK1][C_RATE][r]);
     g_q[Q_PG_SEQ1_RAW][r] = ratio(g_v[R_PG_SEQ1][C_RATE][r], pgraw);
     g_q[Q_PG_CONC_RAW][r] = ratio(g_v[R_PG_CONC][C_RATE][r], pgraw);
     g_q[Q_PG_FORK2_1][r] = ratio(g_v[R_PG_FORK2][C_RATE][r], g_v[R_PG_FORK1][C_RATE][r]);
+    g_q[Q_PG_FORK4_1][r] = ratio(g_v[R_PG_FORK4][C_RATE][r], g_v[R_PG_FORK1][C_RATE][r]);
     g_q[Q_PG_SEQ_PGBENCH][r] = ratio(g_v[R_PG_SEQ1][C_RATE][r], g_v[R_PGBENCH][C_RATE][r]);
     g_q[Q_PG_SEQ_DBOS][r] = ratio(g_v[R_PG_SEQ1][C_RATE][r], g_v[R_DB_SEQ][C_RATE][r]);
     g_q[Q_PG_CONC_DBOS][r] = ratio(g_v[R_PG_CONC][C_RATE][r], g_v[R_DB_CONC][C_RATE][r]);
@@ -1424,9 +1432,10 @@ static void print_table(const opts *o, const machine *m, int reps)
         else if ((q == Q_PG_SEQ_DBOS || q == Q_PG_CONC_DBOS || q == Q_PG_SEQ_PGBENCH) &&
                  !m->dbos[0])
             none = "skipped (DBOS)";
-        else if ((q == Q_PG_SEQ1_RAW || q == Q_PG_FORK2_1) && !m->pg[0])
+        else if ((q == Q_PG_SEQ1_RAW || q == Q_PG_FORK2_1 || q == Q_PG_FORK4_1) && !m->pg[0])
             none = "skipped (PostgreSQL)";
-        else if ((q == Q_FORK2_1 || q == Q_PG_FORK2_1) && !o->fork)
+        else if ((q == Q_FORK2_1 || q == Q_FORK4_1 || q == Q_PG_FORK2_1 || q == Q_PG_FORK4_1) &&
+                 !o->fork)
             none = "skipped (--no-fork)";
         printf("%-44s %-8s %-24s %s\n", label, goal_text(q, goal, sizeof goal), s.n ? val : none,
                met < 0 ? "" : met ? "yes" : "no");
@@ -1519,8 +1528,8 @@ static void usage(FILE *out)
           "                     [--no-fork] [--json] [--json-out FILE]\n"
           "                     [--skipped postgres=WHY|restate=WHY|dbos=WHY]\n"
           "Interleaved: raw SQLite commits, spore sequential (1-node loop, 250-node chain) and\n"
-          "R runs x K steps (1 worker in-process, 1 and 2 worker processes), optionally the same\n"
-          "on PostgreSQL (--pg, default $SPORE_TEST_PG) and Restate's own bench (--restate DIR,\n"
+          "R runs x K steps (1 worker in-process, 1, 2 and 4 worker processes), optionally the\n"
+          "same on PostgreSQL (--pg, default $SPORE_TEST_PG) and Restate's own bench (--restate DIR,\n"
           "a writable copy of ../peers/restate, default $SPORE_BENCH_RESTATE); ratios within each\n"
           "repetition, medians [min..max]. Defaults: --reps 3 --steps 1000 --runs 200\n"
           "--run-steps 10 --raw-ms 1000; --quick: --reps 1 --steps 200 --runs 50 --raw-ms 300.\n"
@@ -1547,7 +1556,7 @@ static void progress_line(int rep, int reps, const char *what, double v, const c
     fprintf(stderr, "rep %d/%d: %-34s %10s %s\n", rep + 1, reps, what, t, unit);
 }
 
-/* The engine's five workloads of one repetition on one store kind, each
+/* The engine's six workloads of one repetition on one store kind, each
  * printed as it ends and put in its row (PostgreSQL's rows: "PG " labels). */
 static void engine_workloads(const opts *o, bool pg, int r, sp_native_registry *natives)
 {
@@ -1565,13 +1574,14 @@ static void engine_workloads(const opts *o, bool pg, int r, sp_native_registry *
     snprintf(what, sizeof what, "%sruns, 1 worker in-process", p);
     progress_line(r, o->reps, what, c.per_s, "steps/s");
     put_conc(pg ? R_PG_CONC : R_CONC, r, c);
-    for (int workers = 1; o->fork && workers <= 2; workers++) {
-        conc_out f = run_conc_fork(pg, o->runs, o->run_steps, workers, natives);
-        snprintf(what, sizeof what, "%sruns, %d worker process%s", p, workers,
-                 workers > 1 ? "es" : "");
+    static const int WORKERS[] = {1, 2, 4};
+    const int rows[][3] = {{R_FORK1, R_FORK2, R_FORK4}, {R_PG_FORK1, R_PG_FORK2, R_PG_FORK4}};
+    for (size_t i = 0; o->fork && i < sizeof WORKERS / sizeof *WORKERS; i++) {
+        conc_out f = run_conc_fork(pg, o->runs, o->run_steps, WORKERS[i], natives);
+        snprintf(what, sizeof what, "%sruns, %d worker process%s", p, WORKERS[i],
+                 WORKERS[i] > 1 ? "es" : "");
         progress_line(r, o->reps, what, f.per_s, "steps/s");
-        int row = workers == 1 ? (pg ? R_PG_FORK1 : R_FORK1) : (pg ? R_PG_FORK2 : R_FORK2);
-        put_conc(row, r, f);
+        put_conc(rows[pg][i], r, f);
     }
 }
 
