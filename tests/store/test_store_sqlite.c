@@ -169,6 +169,47 @@ static long file_size(const char *path)
     return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* A fresh store with one run, for the checkpoint tests. */
+typedef struct wal_fixture {
+    char db[STORE_LOCATION_MAX], wal[STORE_LOCATION_MAX + 8];
+    manual_clock clock;
+    sp_store *s;
+    sp_run_key k;
+} wal_fixture;
+
+static bool wal_open(wal_fixture *f, const char *run)
+{
+    sp_error err = {0};
+    manual_clock_set(&f->clock, 1000);
+    sq_fresh(&CTX, f->db);
+    snprintf(f->wal, sizeof f->wal, "%s-wal", f->db);
+    f->s = open_at(f->db, &f->clock, &err);
+    CHECK(f->s != NULL);
+    f->k = fx_key(run);
+    sp_create_run_res cr;
+    if (f->s && fx_create(f->s, &f->k, "wal", &cr, &err) == SP_STORE_OK)
+        return true;
+    sp_error_clear(&err);
+    sp_store_close(f->s);
+    return false;
+}
+
+static void wal_close(wal_fixture *f)
+{
+    sp_store_close(f->s);
+    sq_destroy(&CTX, f->db);
+}
+
+/* One signal: a commit of a few pages. */
+static void wal_signal(wal_fixture *f, int n)
+{
+    char id[32];
+    snprintf(id, sizeof id, "m%d", n);
+    sp_append_event_res a;
+    sp_error err = {0};
+    EXPECT_OK(fx_signal(f->s, &f->k, id, "go", &a, &err), &err);
+}
+
 /* The WAL is checkpointed at 4000 pages (SP_SQLITE_CHECKPOINT_PAGES,
  * src/store/sqlite/sqlite.h), not at SQLite's 1000: signals are appended
  * until the -wal file holds more than 1000 pages and the database file is
@@ -176,40 +217,21 @@ static long file_size(const char *path)
  * the checkpoint has copied the pages into the database file. */
 static void q04_checkpoint(void)
 {
-    char db[STORE_LOCATION_MAX], wal[STORE_LOCATION_MAX + 8];
-    manual_clock clock;
-    manual_clock_set(&clock, 1000);
-    sp_error err = {0};
-    sq_fresh(&CTX, db);
-    snprintf(wal, sizeof wal, "%s-wal", db);
-    sp_store *s = open_at(db, &clock, &err);
-    CHECK(s != NULL);
-    sp_run_key k = fx_key("run_wal");
-    sp_create_run_res cr;
-    if (!s || fx_create(s, &k, "wal", &cr, &err) != SP_STORE_OK) {
-        sp_error_clear(&err);
-        sp_store_close(s);
+    wal_fixture f;
+    if (!wal_open(&f, "run_wal"))
         return;
-    }
-    const long frame = 4096 + 24, before = file_size(db);
+    const long frame = 4096 + 24, before = file_size(f.db);
     int n = 0;
-    sp_append_event_res a;
-    char id[32];
-    for (; n < 2000 && file_size(wal) < 1200 * frame; n++) {
-        snprintf(id, sizeof id, "m%d", n);
-        EXPECT_OK(fx_signal(s, &k, id, "go", &a, &err), &err);
-    }
-    CHECK(file_size(wal) >= 1200 * frame);
-    CHECK(file_size(db) == before); /* no checkpoint yet */
-    for (; n < 4000 && file_size(db) == before; n++) {
-        snprintf(id, sizeof id, "m%d", n);
-        EXPECT_OK(fx_signal(s, &k, id, "go", &a, &err), &err);
-    }
-    CHECK(file_size(db) > before); /* checkpointed ... */
-    CHECK(file_size(wal) >= 4000 * frame); /* ... after 4000 pages */
-    CHECK(file_size(wal) < 4200 * frame);
-    sp_store_close(s);
-    sq_destroy(&CTX, db);
+    for (; n < 2000 && file_size(f.wal) < 1200 * frame; n++)
+        wal_signal(&f, n);
+    CHECK(file_size(f.wal) >= 1200 * frame);
+    CHECK(file_size(f.db) == before); /* no checkpoint yet */
+    for (; n < 4000 && file_size(f.db) == before; n++)
+        wal_signal(&f, n);
+    CHECK(file_size(f.db) > before); /* checkpointed ... */
+    CHECK(file_size(f.wal) >= 4000 * frame); /* ... after 4000 pages */
+    CHECK(file_size(f.wal) < 4200 * frame);
+    wal_close(&f);
 }
 
 /* The whole database file, to see whether a commit's checkpoint wrote it. */
@@ -217,13 +239,13 @@ static char *file_bytes(const char *path, long *len)
 {
     *len = file_size(path);
     char *buf = *len > 0 ? malloc((size_t)*len) : NULL;
-    FILE *f = buf ? fopen(path, "rb") : NULL;
-    if (!f || fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
+    FILE *fp = buf ? fopen(path, "rb") : NULL;
+    if (!fp || fread(buf, 1, (size_t)*len, fp) != (size_t)*len) {
         free(buf);
         buf = NULL;
     }
-    if (f)
-        fclose(f);
+    if (fp)
+        fclose(fp);
     return buf;
 }
 
@@ -234,54 +256,39 @@ static char *file_bytes(const char *path, long *len)
  * grown by SP_SQLITE_CHECKPOINT_RETRY_PAGES (1000) more pages. */
 static void q04_checkpoint_reader(void)
 {
-    char db[STORE_LOCATION_MAX], wal[STORE_LOCATION_MAX + 8];
-    manual_clock clock;
-    manual_clock_set(&clock, 1000);
-    sp_error err = {0};
-    sq_fresh(&CTX, db);
-    snprintf(wal, sizeof wal, "%s-wal", db);
-    sp_store *s = open_at(db, &clock, &err);
-    sqlite3 *reader = NULL;
-    CHECK(s != NULL && sqlite3_open_v2(db, &reader, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-    sp_run_key k = fx_key("run_reader");
-    sp_create_run_res cr;
-    if (!s || !reader || fx_create(s, &k, "wal", &cr, &err) != SP_STORE_OK) {
-        sp_error_clear(&err);
-        sqlite3_close(reader);
-        sp_store_close(s);
+    wal_fixture f;
+    if (!wal_open(&f, "run_reader"))
         return;
-    }
+    sqlite3 *reader = NULL;
+    CHECK(sqlite3_open_v2(f.db, &reader, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
     const long frame = 4096 + 24;
-    int n = 0, writes = 0;
+    int writes = 0;
     long wal_at = 0, len = 0, new_len = 0;
-    char *bytes = NULL, id[32];
-    sp_append_event_res a;
-    for (; n < 6000; n++) {
+    char *bytes = NULL;
+    for (int n = 0; reader && n < 6000; n++) {
         CHECK(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM events;", NULL, NULL, NULL) ==
               SQLITE_OK);
-        snprintf(id, sizeof id, "m%d", n);
-        EXPECT_OK(fx_signal(s, &k, id, "go", &a, &err), &err);
+        wal_signal(&f, n);
         CHECK(sqlite3_exec(reader, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
-        if (!bytes && file_size(wal) >= 4100 * frame) { /* past the first checkpoint */
-            bytes = file_bytes(db, &len);
-            wal_at = file_size(wal);
+        if (!bytes && file_size(f.wal) >= 4100 * frame) { /* past the first checkpoint */
+            bytes = file_bytes(f.db, &len);
+            wal_at = file_size(f.wal);
             continue;
         }
         if (!bytes)
             continue;
-        char *now = file_bytes(db, &new_len);
+        char *now = file_bytes(f.db, &new_len);
         writes += new_len != len || (now && bytes && memcmp(now, bytes, (size_t)len) != 0);
         free(bytes);
         bytes = now, len = new_len;
-        if (file_size(wal) >= wal_at + 1500 * frame)
+        if (file_size(f.wal) >= wal_at + 1500 * frame)
             break;
     }
-    CHECK(bytes != NULL && file_size(wal) >= wal_at + 1500 * frame);
+    CHECK(bytes != NULL && file_size(f.wal) >= wal_at + 1500 * frame);
     CHECK(writes >= 1 && writes <= 2); /* not one per commit (hundreds) */
     free(bytes);
     sqlite3_close(reader);
-    sp_store_close(s);
-    sq_destroy(&CTX, db);
+    wal_close(&f);
 }
 
 static void q04_errors(void)
