@@ -1529,10 +1529,11 @@ static void usage(FILE *out)
           "                     [--skipped postgres=WHY|restate=WHY|dbos=WHY]\n"
           "Interleaved: raw SQLite commits, spore sequential (1-node loop, 250-node chain) and\n"
           "R runs x K steps (1 worker in-process, 1, 2 and 4 worker processes), optionally the\n"
-          "same on PostgreSQL (--pg, default $SPORE_TEST_PG) and Restate's own bench (--restate DIR,\n"
-          "a writable copy of ../peers/restate, default $SPORE_BENCH_RESTATE); ratios within each\n"
-          "repetition, medians [min..max]. Defaults: --reps 3 --steps 1000 --runs 200\n"
-          "--run-steps 10 --raw-ms 1000; --quick: --reps 1 --steps 200 --runs 50 --raw-ms 300.\n"
+          "same on PostgreSQL (--pg, default $SPORE_TEST_PG) and Restate's own bench\n"
+          "(--restate DIR, a writable copy of ../peers/restate, default $SPORE_BENCH_RESTATE);\n"
+          "ratios within each repetition, medians [min..max]. Defaults: --reps 3 --steps 1000\n"
+          "--runs 200 --run-steps 10 --raw-ms 1000; --quick: --reps 1 --steps 200 --runs 50\n"
+          "--raw-ms 300.\n"
           "Prints; never fails on speed.\n",
           out);
 }

@@ -255,7 +255,8 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
                                   " AND tgrelid = to_regclass('timers'))"
                                   " AND to_regclass('attempt_logs') IS NOT NULL"
                                   " AND EXISTS (SELECT 1 FROM pg_trigger"
-                                  " WHERE tgname = 'events_notify' AND tgrelid = to_regclass('events')"
+                                  " WHERE tgname = 'events_notify'"
+                                  " AND tgrelid = to_regclass('events')"
                                   " AND tgtype & 1 = 1)"); /* 1: FOR EACH ROW (below) */
     sp_store_rc rc = SP_STORE_OK;
     bool present = false;

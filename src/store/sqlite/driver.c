@@ -345,7 +345,7 @@ static sp_store_rc wal(sqlite3 *db, sp_error *err)
 }
 
 /* The connection's WAL hook, in place of SQLite's automatic checkpoint
- * (which it would otherwise be): after a commit that left the WAL at
+ * (the hook SQLite installs otherwise): after a commit that left the WAL at
  * SP_SQLITE_CHECKPOINT_PAGES or more, copy it back (PASSIVE: never waits for
  * a reader). When a reader in another worker process still used the WAL's
  * frames, that checkpoint stops at the reader's snapshot and the WAL cannot
@@ -365,7 +365,8 @@ static int checkpoint_hook(void *ctx, sqlite3 *db, const char *schema, int pages
     int in_wal = -1, copied = -1;
     int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &in_wal, &copied);
     bool complete = rc == SQLITE_OK && copied >= in_wal;
-    c->checkpoint_at = complete ? SP_SQLITE_CHECKPOINT_PAGES : pages + SP_SQLITE_CHECKPOINT_RETRY_PAGES;
+    c->checkpoint_at =
+        complete ? SP_SQLITE_CHECKPOINT_PAGES : pages + SP_SQLITE_CHECKPOINT_RETRY_PAGES;
     return SQLITE_OK;
 }
 
