@@ -47,7 +47,9 @@ workflow "$tmp/badlease.json" idempotent 1 1 1000 ', "leaseMs": "1000"'
 expect_error 2 action.invalid "leaseMs not shorter than timeoutMs" -- validate "$tmp/badlease.json"
 
 # ---- the job outlives a SIGKILLed worker; a second worker probes and watches it ----
-workflow "$tmp/watch.json" idempotent 1 2 60000 "$probe_hook$watch_hook"
+# The job sleeps 8 s: the probe below must find it still running, and under
+# the sanitizers on a loaded machine the status checks before it took over 2 s.
+workflow "$tmp/watch.json" idempotent 1 8 60000 "$probe_hook$watch_hook"
 sp start "$tmp/watch.json" --db "$db" --key w1 --json
 run=$(jq -r .runId <<<"$out")
 start_bg worker-a worker --db "$db" --poll-ms 50
@@ -65,7 +67,7 @@ expect_json '.status == "running" and .step.kind == "command" and .step.state ==
   --arg p "$jobpid"
 sp worker --run "$run" --until-parked --db "$db" --poll-ms 50 --json
 expect_rc 0 "a second worker finishes the run through the watch"
-expect_json '.status == "completed" and .result.output.slept == 2 and
+expect_json '.status == "completed" and .result.output.slept == 8 and
   .result.output.pid == ($p | tonumber)' "the result came from the job" --arg p "$jobpid"
 [ "$(job_count job-start)" = 1 ] || fail "the job started $(job_count job-start) times, want once"
 
