@@ -169,6 +169,9 @@ static long file_size(const char *path)
     return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* A WAL frame: its 24-byte header and a 4 KiB page. */
+enum { WAL_FRAME = 4096 + 24 };
+
 /* A fresh store with one run, for the checkpoint tests. */
 typedef struct wal_fixture {
     char db[STORE_LOCATION_MAX], wal[STORE_LOCATION_MAX + 8];
@@ -220,17 +223,17 @@ static void q04_checkpoint(void)
     wal_fixture f;
     if (!wal_open(&f, "run_wal"))
         return;
-    const long frame = 4096 + 24, before = file_size(f.db);
+    const long before = file_size(f.db);
     int n = 0;
-    for (; n < 2000 && file_size(f.wal) < 1200 * frame; n++)
+    for (; n < 2000 && file_size(f.wal) < 1200L * WAL_FRAME; n++)
         wal_signal(&f, n);
-    CHECK(file_size(f.wal) >= 1200 * frame);
+    CHECK(file_size(f.wal) >= 1200L * WAL_FRAME);
     CHECK(file_size(f.db) == before); /* no checkpoint yet */
     for (; n < 4000 && file_size(f.db) == before; n++)
         wal_signal(&f, n);
     CHECK(file_size(f.db) > before); /* checkpointed ... */
-    CHECK(file_size(f.wal) >= 4000 * frame); /* ... after 4000 pages */
-    CHECK(file_size(f.wal) < 4200 * frame);
+    CHECK(file_size(f.wal) >= 4000L * WAL_FRAME); /* ... after 4000 pages */
+    CHECK(file_size(f.wal) < 4200L * WAL_FRAME);
     wal_close(&f);
 }
 
@@ -261,7 +264,6 @@ static void q04_checkpoint_reader(void)
         return;
     sqlite3 *reader = NULL;
     CHECK(sqlite3_open_v2(f.db, &reader, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-    const long frame = 4096 + 24;
     int writes = 0;
     long wal_at = 0, len = 0, new_len = 0;
     char *bytes = NULL;
@@ -270,7 +272,7 @@ static void q04_checkpoint_reader(void)
               SQLITE_OK);
         wal_signal(&f, n);
         CHECK(sqlite3_exec(reader, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
-        if (!bytes && file_size(f.wal) >= 4100 * frame) { /* past the first checkpoint */
+        if (!bytes && file_size(f.wal) >= 4100L * WAL_FRAME) { /* past the first checkpoint */
             bytes = file_bytes(f.db, &len);
             wal_at = file_size(f.wal);
             continue;
@@ -281,10 +283,10 @@ static void q04_checkpoint_reader(void)
         writes += new_len != len || (now && bytes && memcmp(now, bytes, (size_t)len) != 0);
         free(bytes);
         bytes = now, len = new_len;
-        if (file_size(f.wal) >= wal_at + 1500 * frame)
+        if (file_size(f.wal) >= wal_at + 1500L * WAL_FRAME)
             break;
     }
-    CHECK(bytes != NULL && file_size(f.wal) >= wal_at + 1500 * frame);
+    CHECK(bytes != NULL && file_size(f.wal) >= wal_at + 1500L * WAL_FRAME);
     CHECK(writes >= 1 && writes <= 2); /* not one per commit (hundreds) */
     free(bytes);
     sqlite3_close(reader);
