@@ -30,6 +30,7 @@ typedef struct engine_action {
     sp_runner_action prepared; /* {id, raw, spec}: spec NULL when prepare failed */
     sp_error prepare_error;    /* why it failed (code "" when it did not) */
     bool held;                 /* its async start holds the attempt (terms apply) */
+    bool quick;                /* its runner runs it on the tick thread (runner.h) */
     sp_hold_terms terms;       /* lease, deadline and probe interval of a hold */
     const char *unservable;    /* NULL, or why this host cannot serve it */
     char why[256];

@@ -226,6 +226,7 @@ int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_di
     a->claim = *claim;
     memset(claim, 0, sizeof *claim);
     snprintf(a->package_digest, sizeof a->package_digest, "%s", package_digest);
+    a->slot = engine_action_slot(e, package_digest, a->claim.action_id);
     if (sp_stop_init(&a->stop, err)) {
         sp_claim_free(&a->claim);
         free(a);
@@ -240,18 +241,6 @@ int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_di
     return 0;
 }
 
-/* The claimed action's runner says it may run on this thread (a native
- * function registered inline: step-path.md §4). */
-static bool runs_inline(sp_engine *e, const inflight *a)
-{
-    sp_error err = {0};
-    const engine_action *ea = NULL;
-    int rc = engine_action_find(e, a->package_digest, a->claim.action_id, &ea, &err);
-    sp_error_clear(&err);
-    return rc == 0 && ea && ea->runner && ea->runner->quick &&
-           ea->runner->quick(&ea->prepared, e->cfg.natives);
-}
-
 void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
 {
     for (inflight *a = e->inflight; a; a = a->next) {
@@ -263,7 +252,9 @@ void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
         if (!mine || !committed)
             continue;
         a->last_beat_ms = engine_mono_ms();
-        if (runs_inline(e, a)) { /* settled before the next pass: no hand-off */
+        /* the runner may run it on this thread (a native function registered
+         * inline: step-path.md §4): settled before the next pass, no hand-off */
+        if (a->slot == ENGINE_SLOT_INLINE) {
             pthread_mutex_lock(&e->mu);
             a->state = ATTEMPT_RUNNING;
             pthread_mutex_unlock(&e->mu);
@@ -446,12 +437,18 @@ bool engine_invocation_in_flight(sp_engine *e, const sp_run_key *key, const char
     return holds(e, key, invocation_id);
 }
 
+void engine_attempts_count(sp_engine *e, uint32_t held[ENGINE_SLOTS])
+{
+    memset(held, 0, ENGINE_SLOTS * sizeof *held);
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a; a = a->next)
+        held[a->slot] += a->state != ATTEMPT_DONE && a->state != ATTEMPT_REPORTING;
+    pthread_mutex_unlock(&e->mu);
+}
+
 uint32_t engine_attempts_held(sp_engine *e)
 {
-    pthread_mutex_lock(&e->mu);
-    uint32_t n = 0;
-    for (inflight *a = e->inflight; a; a = a->next)
-        n += a->state != ATTEMPT_DONE && a->state != ATTEMPT_REPORTING;
-    pthread_mutex_unlock(&e->mu);
-    return n;
+    uint32_t held[ENGINE_SLOTS];
+    engine_attempts_count(e, held);
+    return held[ENGINE_SLOT_POOL] + held[ENGINE_SLOT_INLINE];
 }

@@ -2,9 +2,10 @@
  * dispatch.c - step 3 of a tick (engine.md §3): claim due invocations read
  * back from the store (never from a decision in memory, I7; in the tick's
  * batch they include the turns it just committed) while fewer than
- * max_concurrent_activities attempts are held here, reading no more of the
- * outbox than the free slots; the claims start on the pool once the batch
- * commits.
+ * max_concurrent_activities attempts are held here (inline ones, which
+ * take no pool thread, while fewer than ENGINE_INLINE_MAX are), reading no
+ * more of the outbox than the free slots; the claims start on the pool (or
+ * on the tick thread) once the batch commits.
  *
  * Must never claim after shutdown began, claim an invocation already in
  * flight in this engine, treat a duplicate claim receipt as ownership
@@ -19,14 +20,39 @@
 #include "engine/internal.h"
 #include "engine/ledger.h"
 
-uint32_t engine_free_slots(sp_engine *e)
+static uint32_t slots_max(sp_engine *e, engine_slot slot)
 {
-    uint32_t held = engine_attempts_held(e); /* this batch's claims included */
+    if (slot == ENGINE_SLOT_POOL)
+        return e->cfg.max_concurrent_activities;
+    pthread_mutex_lock(&e->packages_mu);
+    bool serves_inline = e->serves_inline;
+    pthread_mutex_unlock(&e->packages_mu);
+    return serves_inline ? ENGINE_INLINE_MAX : 0;
+}
+
+uint32_t engine_free_slots(sp_engine *e, engine_slot slot)
+{
+    uint32_t held[ENGINE_SLOTS];
+    engine_attempts_count(e, held); /* this batch's claims included */
     pthread_mutex_lock(&e->mu);
     bool closed = e->shutting_down;
     pthread_mutex_unlock(&e->mu);
-    uint32_t max = e->cfg.max_concurrent_activities;
-    return closed || held >= max ? 0 : max - held;
+    uint32_t max = slots_max(e, slot);
+    return closed || held[slot] >= max ? 0 : max - held[slot];
+}
+
+uint32_t engine_free_slots_any(sp_engine *e)
+{
+    return engine_free_slots(e, ENGINE_SLOT_POOL) + engine_free_slots(e, ENGINE_SLOT_INLINE);
+}
+
+engine_slot engine_action_slot(sp_engine *e, const char *package_digest, const char *action_id)
+{
+    sp_error err = {0};
+    const engine_action *ea = NULL;
+    int rc = engine_action_find(e, package_digest, action_id, &ea, &err);
+    sp_error_clear(&err);
+    return rc == 0 && ea && ea->quick ? ENGINE_SLOT_INLINE : ENGINE_SLOT_POOL;
 }
 
 bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err)
@@ -77,11 +103,17 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
     return engine_attempt_claimed(e, &claim, item->package_digest, err);
 }
 
+/* Claim one due step; *waits when its kind of slot is full. */
 static int dispatch_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats,
-                        sp_error *err)
+                        bool *waits, sp_error *err)
 {
-    if (engine_invocation_in_flight(e, &item->key, item->id) || !engine_workable(e, item->package_digest, item->action_id))
+    if (engine_invocation_in_flight(e, &item->key, item->id) ||
+        !engine_workable(e, item->package_digest, item->action_id))
         return 0;
+    if (!engine_free_slots(e, engine_action_slot(e, item->package_digest, item->action_id))) {
+        *waits = true;
+        return 0;
+    }
     return claim_one(e, item, stats, err);
 }
 
@@ -89,7 +121,8 @@ int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, 
 {
     char *cursor = NULL;
     int r = 0;
-    for (uint32_t slots = engine_free_slots(e); slots > 0 && r == 0; slots = engine_free_slots(e)) {
+    for (uint32_t slots = engine_free_slots_any(e); slots > 0 && r == 0;
+         slots = engine_free_slots_any(e)) {
         sp_due_page page;
         sp_store_rc rc = ledger_scan_outbox(e, only, cursor, slots, &page, err);
         free(cursor);
@@ -101,9 +134,15 @@ int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, 
         /* a full page (or one with a cursor) may leave due steps unread:
          * the next pass with a free slot reads again (tick.c, scans_due) */
         e->outbox_more = page.n == slots || page.next_cursor != NULL;
-        for (size_t i = 0; i < page.n && r == 0 && engine_free_slots(e) > 0; i++)
-            r = dispatch_one(e, &page.items[i], stats, err);
-        if (page.next_cursor && r == 0)
+        uint32_t claimed = stats->claimed;
+        bool waits = false;
+        for (size_t i = 0; i < page.n && r == 0 && engine_free_slots_any(e) > 0; i++)
+            r = dispatch_one(e, &page.items[i], stats, &waits, err);
+        /* a page that claimed nothing while due steps wait for a full kind
+         * of slot ends the read: the outbox is served in its order, and a
+         * full pool does not make every pass read all of it */
+        bool blocked = waits && stats->claimed == claimed;
+        if (page.next_cursor && r == 0 && !blocked)
             cursor = strdup(page.next_cursor);
         sp_due_page_free(&page);
         if (!cursor)

@@ -21,6 +21,19 @@
 #include "runners/runner.h"
 
 #define ENGINE_PAGE 256
+/* Attempts of inline actions (the runner contract's `quick`: a native
+ * function registered inline) one engine holds at once. They take no pool
+ * thread - each runs on the tick thread right after the batch that claimed
+ * it commits - so --concurrency does not bound them; this does: one pass's
+ * worth, so that the steps of every ready run share one commit. */
+#define ENGINE_INLINE_MAX ENGINE_PAGE
+
+/* The kind of slot an attempt takes (dispatch.c). */
+typedef enum engine_slot {
+    ENGINE_SLOT_POOL,   /* a pool thread: at most max_concurrent_activities */
+    ENGINE_SLOT_INLINE, /* the tick thread: at most ENGINE_INLINE_MAX */
+    ENGINE_SLOTS
+} engine_slot;
 #define PACKAGE_CACHE_SIZE 16
 
 /* Where an attempt is in its life in this engine (attempt.c). Moves only
@@ -46,6 +59,7 @@ typedef struct inflight {
      * by the pool thread */
     const engine_action *ea;
     sp_stop_signal stop;
+    engine_slot slot;    /* ENGINE_SLOT_INLINE: runs on the tick thread (set at claim) */
     attempt_state state; /* under engine->mu */
     bool beat_wanted;    /* an agent event asked for an early heartbeat (engine->mu) */
     /* ---- the pool thread's, until SETTLED; the tick's after ---- */
@@ -164,6 +178,7 @@ struct sp_engine {
     size_t nmemos, memo_cap;
 
     pthread_mutex_t packages_mu;
+    bool serves_inline; /* packages_mu: a loaded package has an inline action */
     package_entry packages[PACKAGE_CACHE_SIZE];
     uint64_t package_clock;
     package_overflow *evicted;
@@ -296,13 +311,17 @@ void engine_decided_committed(sp_engine *e, const sp_run_key *key, engine_decide
                               sp_disposition disposition, sp_tick_stats *stats);
 void engine_decided_free(engine_decided *dc);
 
-/* dispatch.c: attempts this engine may still take on (none once shutdown
- * began); whether this worker should claim an invocation of that action
+/* dispatch.c: attempts of a kind of slot this engine may still take on
+ * (none once shutdown began; no inline ones before it prepared an inline
+ * action), of both kinds (what one outbox read may bring back); the slot
+ * an action's attempts take; whether this worker should claim an invocation of that action
  * (its pinned action exists, is not external, and this host can serve it:
  * a package that cannot be read is left to the coordinator, which
  * quarantines the run); a duplicate claim receipt is a historical claim:
  * own it only if a heartbeat under it is applied now. */
-uint32_t engine_free_slots(sp_engine *e);
+uint32_t engine_free_slots(sp_engine *e, engine_slot slot);
+uint32_t engine_free_slots_any(sp_engine *e);
+engine_slot engine_action_slot(sp_engine *e, const char *package_digest, const char *action_id);
 bool engine_workable(sp_engine *e, const char *package_digest, const char *action_id);
 bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err);
 
@@ -409,8 +428,10 @@ uint64_t engine_attempts_next_beat_in(sp_engine *e);
 void engine_attempts_reap(sp_engine *e, bool wait_all);
 bool engine_run_in_flight(sp_engine *e, const sp_run_key *key);
 bool engine_invocation_in_flight(sp_engine *e, const sp_run_key *key, const char *invocation_id);
-/* Attempts that take a slot here: claimed, queued, running, or settled and
- * not yet reported (one reported in the open batch frees its slot). */
+/* Attempts that take a slot here, by kind of slot: claimed, queued,
+ * running, or settled and not yet reported (one reported in the open batch
+ * frees its slot); and their sum. */
+void engine_attempts_count(sp_engine *e, uint32_t held[ENGINE_SLOTS]);
 uint32_t engine_attempts_held(sp_engine *e);
 
 /* pool.c: the fixed attempt pool (max_concurrent_activities threads, made

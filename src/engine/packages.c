@@ -44,7 +44,8 @@ static void package_free(engine_package *p)
 }
 
 /* Resolve and prepare one action: what the tick and the attempts ask later. */
-static void resolve(engine_action *ea, const sp_action *a)
+static void resolve(engine_action *ea, const sp_action *a,
+                    const struct sp_native_registry *natives)
 {
     memset(ea, 0, sizeof *ea);
     ea->action = a;
@@ -54,9 +55,10 @@ static void resolve(engine_action *ea, const sp_action *a)
     ea->runner = sp_runner_of(a->id, a->raw, &none);
     sp_error_clear(&none);
     if (ea->runner &&
-        sp_runner_prepare(ea->runner, a->id, a->raw, &ea->prepared, &ea->prepare_error) == 0)
+        sp_runner_prepare(ea->runner, a->id, a->raw, &ea->prepared, &ea->prepare_error) == 0) {
         ea->held = sp_runner_hold_terms(ea->runner, &ea->prepared, &ea->terms);
-    else
+        ea->quick = ea->runner->quick && ea->runner->quick(&ea->prepared, natives);
+    } else
         sp_runner_hold_terms(NULL, &ea->prepared, &ea->terms);
 }
 
@@ -84,7 +86,7 @@ static void compile_schemas(engine_package *p)
         }
 }
 
-static engine_package *package_new(sp_workflow *wf)
+static engine_package *package_new(sp_workflow *wf, const struct sp_native_registry *natives)
 {
     engine_package *p = calloc(1, sizeof *p);
     engine_action *actions = calloc(wf->nactions ? wf->nactions : 1, sizeof *actions);
@@ -96,9 +98,17 @@ static engine_package *package_new(sp_workflow *wf)
     p->wf = wf;
     p->actions = actions;
     for (size_t i = 0; i < wf->nactions; i++)
-        resolve(&actions[i], &wf->actions[i]);
+        resolve(&actions[i], &wf->actions[i], natives);
     compile_schemas(p);
     return p;
+}
+
+static bool has_quick_action(const engine_package *p)
+{
+    for (size_t i = 0; i < p->wf->nactions; i++)
+        if (p->actions[i].quick)
+            return true;
+    return false;
 }
 
 static engine_package *cached(sp_engine *e, const char *digest)
@@ -173,7 +183,7 @@ static engine_package *load(sp_engine *e, const char *digest, sp_error *err)
             sp_fail(err, f.code, "stored package %s: %s", digest, f.details);
         return NULL;
     }
-    engine_package *loaded = package_new(wf);
+    engine_package *loaded = package_new(wf, e->cfg.natives);
     if (!loaded) {
         sp_workflow_free(wf);
         sp_oom(err);
@@ -185,6 +195,7 @@ static engine_package *load(sp_engine *e, const char *digest, sp_error *err)
         package_free(loaded);
     else
         remember(e, digest, loaded), pkg = loaded;
+    e->serves_inline = e->serves_inline || has_quick_action(pkg);
     pthread_mutex_unlock(&e->packages_mu);
     return pkg;
 }

@@ -7,8 +7,8 @@
  *
  * What the decision asks to claim: the invocations it schedules - and a
  * retry of the attempt's own invocation - whose action this host serves (not
- * external), while free slots last. Everything else stays pending for
- * dispatch or another worker.
+ * external), while free slots of their kind (pool or inline) last.
+ * Everything else stays pending for dispatch or another worker.
  *
  * Must never act on a decision whose request did not commit, claim past the
  * free slots, or lose a result: when the store refuses the decision (or the
@@ -58,22 +58,28 @@ static const char *target_action(const settle_ctx *c, const char *id, const char
 static int want_claims(settle_ctx *c)
 {
     const engine_decided *dc = &c->dc;
-    uint32_t slots = engine_free_slots(c->e);
-    size_t n = dc->d.ncommands < slots ? dc->d.ncommands : slots;
-    if (!n)
+    const char *pkg = c->a->package_digest;
+    uint32_t free[ENGINE_SLOTS] = {engine_free_slots(c->e, ENGINE_SLOT_POOL),
+                                   engine_free_slots(c->e, ENGINE_SLOT_INLINE)};
+    if (!dc->d.ncommands || !(free[ENGINE_SLOT_POOL] + free[ENGINE_SLOT_INLINE]))
         return 0;
-    c->claim = calloc(n, sizeof *c->claim);
-    c->claim_ptr = calloc(n, sizeof *c->claim_ptr);
+    c->claim = calloc(dc->d.ncommands, sizeof *c->claim);
+    c->claim_ptr = calloc(dc->d.ncommands, sizeof *c->claim_ptr);
     if (!c->claim || !c->claim_ptr)
         return -1;
-    for (size_t i = 0; i < dc->d.ncommands && c->nclaim < n; i++) {
+    for (size_t i = 0; i < dc->d.ncommands; i++) {
         char action[SP_STORE_ID_MAX + 1];
         char *id = c->claim[c->nclaim];
         if (!engine_command_target(&dc->d.commands[i], id, action, sizeof action))
             continue;
         const char *act = target_action(c, id, action);
-        if (act && engine_workable(c->e, c->a->package_digest, act))
+        if (!act || !engine_workable(c->e, pkg, act))
+            continue;
+        engine_slot slot = engine_action_slot(c->e, pkg, act);
+        if (free[slot]) {
+            free[slot]--;
             c->claim_ptr[c->nclaim++] = id;
+        }
     }
     return 0;
 }

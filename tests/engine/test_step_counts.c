@@ -16,7 +16,12 @@
  *     notify lock through its WAL flush, so other workers' commits could
  *     not share the flush;
  *   concurrent: RUNS runs x 10 steps served by one engine share commits
- *     (group commit): well under one commit per step.
+ *     (group commit): well under one commit per step;
+ *   inline: the same with the function registered inline and
+ *     --concurrency 1: inline steps take no pool thread, so the pool's size
+ *     does not bound them and every ready run's step shares one commit
+ *     (about one commit per wave of RUNS steps; counted against the pool,
+ *     they would take one commit each).
  *
  * What it must never do: assert on time, or count what it did itself (the
  * counters are read from the store handle the engine uses, around the
@@ -97,12 +102,19 @@ typedef struct fixture {
     volatile sig_atomic_t stop;
 } fixture;
 
-static bool fixture_open(fixture *f, const char *location)
+/* How the fixture's engine runs the no-op function. */
+typedef enum fixture_mode {
+    MODE_POOL,   /* registered plainly, the default --concurrency */
+    MODE_INLINE, /* registered inline, --concurrency 1 */
+} fixture_mode;
+
+static bool fixture_open(fixture *f, const char *location, fixture_mode mode)
 {
     memset(f, 0, sizeof *f);
     sp_error err = {0};
     f->natives = sp_native_registry_new();
-    if (!f->natives || sp_native_register(f->natives, "noop", fn_noop, NULL, &err))
+    unsigned flags = mode == MODE_INLINE ? SP_NATIVE_INLINE : 0;
+    if (!f->natives || sp_native_register_with(f->natives, "noop", fn_noop, NULL, flags, &err))
         return false;
     f->store = sp_store_open(location, NULL, &err);
     if (!f->store) {
@@ -114,6 +126,8 @@ static bool fixture_open(fixture *f, const char *location)
     sp_engine_config cfg = sp_engine_defaults();
     cfg.natives = f->natives;
     cfg.interrupt = &f->stop;
+    if (mode == MODE_INLINE)
+        cfg.max_concurrent_activities = 1;
     f->engine = sp_engine_new(f->store, &cfg, &err);
     if (!f->engine) {
         check_fail(__FILE__, __LINE__, "sp_engine_new: %s", err.code);
@@ -199,7 +213,7 @@ static void sequential(const char *location, const char *label)
     fixture f;
     atomic_store(&CALLS, 0);
     sp_run_key key;
-    if (!fixture_open(&f, location) || !start(&f, STEPS, "sequential", &key)) {
+    if (!fixture_open(&f, location, MODE_POOL) || !start(&f, STEPS, "sequential", &key)) {
         fixture_close(&f);
         return;
     }
@@ -275,11 +289,11 @@ static size_t completed(sp_store *s)
     return n;
 }
 
-static void concurrent(const char *location, const char *label)
+static void concurrent(const char *location, const char *label, fixture_mode mode)
 {
     fixture f;
     atomic_store(&CALLS, 0);
-    if (!fixture_open(&f, location)) {
+    if (!fixture_open(&f, location, mode)) {
         fixture_close(&f);
         return;
     }
@@ -308,9 +322,15 @@ static void concurrent(const char *location, const char *label)
     CHECK_INT(atomic_load(&CALLS), RUNS * RUN_STEPS);
     uint64_t commits = after.commits - before.commits;
     int steps = RUNS * RUN_STEPS;
-    printf("%s %d runs x %d steps, one engine: %llu durable commits (%.3f per step)\n", label,
-           RUNS, RUN_STEPS, (unsigned long long)commits, (double)commits / steps);
+    printf("%s %d runs x %d steps, one engine%s: %llu durable commits (%.3f per step)\n", label,
+           RUNS, RUN_STEPS, mode == MODE_INLINE ? ", inline, --concurrency 1" : "",
+           (unsigned long long)commits, (double)commits / steps);
     CHECK(commits * 2 <= (uint64_t)steps); /* group commit: at most half a commit per step */
+    /* inline: one commit per wave of steps (RUN_STEPS waves; the turns on
+     * run.started and the outbox reads may take a few more); counted
+     * against a pool of 1 they would take RUNS * RUN_STEPS */
+    if (mode == MODE_INLINE)
+        CHECK(commits <= 3 * RUN_STEPS);
     sp_store_close(monitor);
     fixture_close(&f);
 }
@@ -374,7 +394,7 @@ int main(int argc, char **argv)
     bool pg = argc > 1 && strcmp(argv[1], "--postgres") == 0;
     const char *label = pg ? "postgres" : "sqlite";
     char location[1200], dir[64] = "";
-    for (int part = 0; part < 2; part++) {
+    for (int part = 0; part < 3; part++) {
         if (!fresh_location(pg, location, sizeof location, dir, sizeof dir)) {
             check_fail(__FILE__, __LINE__, "no store (PostgreSQL: SPORE_TEST_PG_FILE)");
             break;
@@ -382,7 +402,7 @@ int main(int argc, char **argv)
         if (part == 0)
             sequential(location, label);
         else
-            concurrent(location, label);
+            concurrent(location, label, part == 1 ? MODE_POOL : MODE_INLINE);
         remove_store(dir);
     }
     return check_done("test_step_counts");

@@ -370,12 +370,16 @@ static int checkpoint_hook(void *ctx, sqlite3 *db, const char *schema, int pages
     return SQLITE_OK;
 }
 
+#define SQ_STR(x) #x
+#define SQ_CACHE(kib) "PRAGMA cache_size = -" SQ_STR(kib) /* negative: KiB, not pages */
+
 static sp_store_rc pragmas(sq_conn *c, sp_error *err)
 {
     /* temp_store: a batch's savepoints keep their sub-journals in memory,
      * not in a file of /var/tmp written for every page a request changes. */
     static const char *const sql[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON",
-                                      "PRAGMA temp_store = MEMORY", NULL};
+                                      "PRAGMA temp_store = MEMORY",
+                                      SQ_CACHE(SP_SQLITE_CACHE_KIB), NULL};
     sp_store_rc kind = wal(c->db, err);
     for (const char *const *q = sql; *q && kind == SP_STORE_OK; q++) {
         int rc = sqlite3_exec(c->db, *q, NULL, NULL, NULL);

@@ -28,6 +28,13 @@
 /* A checkpoint that a reader's snapshot stopped short is tried again once
  * the WAL has grown by this many pages, not after every commit. */
 #define SP_SQLITE_CHECKPOINT_RETRY_PAGES 1000
+/* The page cache of a connection, in KiB (SQLite's default is 2000). A
+ * batch that settles a pass's worth of steps (256 runs) changes ~1,500
+ * pages; past the cache, SQLite spills changed pages into the WAL in the
+ * middle of the transaction and reads them back, which cost 200 x 10 a
+ * quarter of its throughput (docs/step-path.md). Memory is taken as pages
+ * are used, not up front. */
+#define SP_SQLITE_CACHE_KIB 16384
 
 /* Open the store at `path` (sp_store_open_with, store.h). */
 sp_store *sp_sqlite_open(const char *path, const sp_store_open_opts *opts, sp_error *err);
