@@ -22,7 +22,7 @@
 
 static uint32_t slots_max(sp_engine *e, engine_slot slot)
 {
-    if (slot == ENGINE_SLOT_POOL)
+    if (slot == ENGINE_SLOT_POOL || !e->inline_own_slots)
         return e->cfg.max_concurrent_activities;
     pthread_mutex_lock(&e->packages_mu);
     bool serves_inline = e->serves_inline;
@@ -37,13 +37,33 @@ uint32_t engine_free_slots(sp_engine *e, engine_slot slot)
     pthread_mutex_lock(&e->mu);
     bool closed = e->shutting_down;
     pthread_mutex_unlock(&e->mu);
+    uint32_t shared = held[ENGINE_SLOT_POOL] + held[ENGINE_SLOT_INLINE];
+    uint32_t taken = e->inline_own_slots ? held[slot] : shared;
     uint32_t max = slots_max(e, slot);
-    return closed || held[slot] >= max ? 0 : max - held[slot];
+    return closed || taken >= max ? 0 : max - taken;
 }
 
 uint32_t engine_free_slots_any(sp_engine *e)
 {
-    return engine_free_slots(e, ENGINE_SLOT_POOL) + engine_free_slots(e, ENGINE_SLOT_INLINE);
+    uint32_t pool = engine_free_slots(e, ENGINE_SLOT_POOL);
+    return e->inline_own_slots ? pool + engine_free_slots(e, ENGINE_SLOT_INLINE) : pool;
+}
+
+void engine_slots_get(sp_engine *e, engine_slots *out)
+{
+    out->shared = !e->inline_own_slots;
+    out->free[ENGINE_SLOT_POOL] = engine_free_slots(e, ENGINE_SLOT_POOL);
+    out->free[ENGINE_SLOT_INLINE] = engine_free_slots(e, ENGINE_SLOT_INLINE);
+}
+
+bool engine_slots_take(engine_slots *s, engine_slot slot)
+{
+    if (!s->free[slot])
+        return false;
+    for (int k = 0; k < ENGINE_SLOTS; k++)
+        if (k == (int)slot || s->shared)
+            s->free[k]--;
+    return true;
 }
 
 engine_slot engine_action_slot(sp_engine *e, const char *package_digest, const char *action_id)

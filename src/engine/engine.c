@@ -117,6 +117,7 @@ sp_engine *sp_engine_new(sp_store *store, const sp_engine_config *config, sp_err
         return NULL;
     }
     e->store = store;
+    e->inline_own_slots = ledger_one_writer(store);
     e->cfg = config ? *config : sp_engine_defaults();
     e->lock_fd = -1;
     sp_engine_config d = sp_engine_defaults();

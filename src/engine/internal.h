@@ -24,8 +24,11 @@
 /* Attempts of inline actions (the runner contract's `quick`: a native
  * function registered inline) one engine holds at once. They take no pool
  * thread - each runs on the tick thread right after the batch that claimed
- * it commits - so --concurrency does not bound them; this does: one pass's
- * worth, so that the steps of every ready run share one commit. */
+ * it commits - so on a store with one writer (SQLite) --concurrency does
+ * not bound them; this does: one pass's worth, so that the steps of every
+ * ready run share one commit. On a store whose writers commit in parallel
+ * (PostgreSQL) they share the pool's slots: one worker that claimed every
+ * ready run would leave the others nothing to do (docs/step-path.md). */
 #define ENGINE_INLINE_MAX ENGINE_PAGE
 
 /* The kind of slot an attempt takes (dispatch.c). */
@@ -179,6 +182,9 @@ struct sp_engine {
 
     pthread_mutex_t packages_mu;
     bool serves_inline; /* packages_mu: a loaded package has an inline action */
+    /* Inline attempts have their own ENGINE_INLINE_MAX slots (a store with
+     * one writer), or share the pool's (writers in parallel: PostgreSQL). */
+    bool inline_own_slots;
     package_entry packages[PACKAGE_CACHE_SIZE];
     uint64_t package_clock;
     package_overflow *evicted;
@@ -321,6 +327,14 @@ void engine_decided_free(engine_decided *dc);
  * own it only if a heartbeat under it is applied now. */
 uint32_t engine_free_slots(sp_engine *e, engine_slot slot);
 uint32_t engine_free_slots_any(sp_engine *e);
+/* The free slots of both kinds at one moment, taken one claim at a time
+ * (a claim from shared slots takes from both counts). */
+typedef struct engine_slots {
+    uint32_t free[ENGINE_SLOTS];
+    bool shared;
+} engine_slots;
+void engine_slots_get(sp_engine *e, engine_slots *out);
+bool engine_slots_take(engine_slots *s, engine_slot slot);
 engine_slot engine_action_slot(sp_engine *e, const char *package_digest, const char *action_id);
 bool engine_workable(sp_engine *e, const char *package_digest, const char *action_id);
 bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err);

@@ -403,6 +403,13 @@ bool ledger_batch_writes(sp_engine *e) { return sp_store_batch_writes(e->store);
 
 const char *ledger_location(const sp_store *s) { return sp_store_location(s); }
 
+bool ledger_one_writer(const sp_store *s)
+{
+    sp_store_capabilities caps;
+    sp_store_capabilities_get((sp_store *)s, &caps);
+    return caps.one_writer;
+}
+
 const char *ledger_adapter(const sp_store *s)
 {
     sp_store_capabilities caps;

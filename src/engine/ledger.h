@@ -116,6 +116,8 @@ bool ledger_batch_writes(struct sp_engine *e);
 const char *ledger_location(const sp_store *s);
 /* "sqlite" | "postgres" */
 const char *ledger_adapter(const sp_store *s);
+/* The store's writers commit one after another (sp_store_capabilities). */
+bool ledger_one_writer(const sp_store *s);
 
 /* ---- reads: the store's, unchanged, through the engine (the caller
  * decides whether to retry: ENGINE_RETRY_READ) ---- */

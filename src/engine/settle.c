@@ -59,9 +59,9 @@ static int want_claims(settle_ctx *c)
 {
     const engine_decided *dc = &c->dc;
     const char *pkg = c->a->package_digest;
-    uint32_t free[ENGINE_SLOTS] = {engine_free_slots(c->e, ENGINE_SLOT_POOL),
-                                   engine_free_slots(c->e, ENGINE_SLOT_INLINE)};
-    if (!dc->d.ncommands || !(free[ENGINE_SLOT_POOL] + free[ENGINE_SLOT_INLINE]))
+    engine_slots slots;
+    engine_slots_get(c->e, &slots);
+    if (!dc->d.ncommands || !(slots.free[ENGINE_SLOT_POOL] + slots.free[ENGINE_SLOT_INLINE]))
         return 0;
     c->claim = calloc(dc->d.ncommands, sizeof *c->claim);
     c->claim_ptr = calloc(dc->d.ncommands, sizeof *c->claim_ptr);
@@ -75,11 +75,8 @@ static int want_claims(settle_ctx *c)
         const char *act = target_action(c, id, action);
         if (!act || !engine_workable(c->e, pkg, act))
             continue;
-        engine_slot slot = engine_action_slot(c->e, pkg, act);
-        if (free[slot]) {
-            free[slot]--;
+        if (engine_slots_take(&slots, engine_action_slot(c->e, pkg, act)))
             c->claim_ptr[c->nclaim++] = id;
-        }
     }
     return 0;
 }

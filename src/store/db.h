@@ -89,6 +89,9 @@ typedef struct sp_db_read {
 typedef struct sp_db_driver {
     const char *name; /* "sqlite" | "postgres" */
     sp_db_dialect dialect;
+    /* Every connection's write transactions take one lock in turn (SQLite):
+     * a second writer adds no commit throughput. */
+    bool one_writer;
     /* Start a transaction of `mode`; WRITE takes the write lock now (SQLite
      * BEGIN IMMEDIATE). Busy past the timeout -> SP_STORE_UNAVAILABLE/store.busy.
      * A successful begin gives the connection to the calling thread until

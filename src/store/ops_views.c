@@ -122,5 +122,6 @@ void sp_store_capabilities_get(sp_store *s, sp_store_capabilities *out)
         .transaction_scope = "database",
         .max_record_bytes = SP_STORE_SNAPSHOT_MAX,
         .adapter = s->driver->name,
+        .one_writer = s->driver->one_writer,
     };
 }

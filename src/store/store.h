@@ -442,6 +442,10 @@ typedef struct sp_store_capabilities {
     const char *transaction_scope; /* "database" */
     uint64_t max_record_bytes;
     const char *adapter; /* "sqlite" | "postgres" */
+    /* Not in store.md: all writers of the store commit one after another
+     * (SQLite's single write lock), so several workers add no commit
+     * throughput and one worker may take every ready step in one batch. */
+    bool one_writer;
 } sp_store_capabilities;
 
 /* ---- the store ---- */

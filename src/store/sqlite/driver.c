@@ -306,6 +306,7 @@ static void sq_close(void *conn)
 static const sp_db_driver SQLITE_DRIVER = {
     .name = "sqlite",
     .dialect = {.for_update = "", .skip_locked = "", .unindexed = "+"},
+    .one_writer = true,
     .begin = sq_begin,
     .commit = sq_commit,
     .rollback = sq_rollback,
