@@ -61,7 +61,7 @@ bool engine_slots_take(engine_slots *s, engine_slot slot)
     if (!s->free[slot])
         return false;
     for (int k = 0; k < ENGINE_SLOTS; k++)
-        if (k == (int)slot || s->shared)
+        if ((k == (int)slot || s->shared) && s->free[k])
             s->free[k]--;
     return true;
 }

@@ -34,9 +34,10 @@
 /* The kind of slot an attempt takes (dispatch.c). */
 typedef enum engine_slot {
     ENGINE_SLOT_POOL,   /* a pool thread: at most max_concurrent_activities */
-    ENGINE_SLOT_INLINE, /* the tick thread: at most ENGINE_INLINE_MAX */
+    ENGINE_SLOT_INLINE, /* the tick thread: ENGINE_INLINE_MAX (one writer), else the pool's */
     ENGINE_SLOTS
 } engine_slot;
+
 #define PACKAGE_CACHE_SIZE 16
 
 /* Where an attempt is in its life in this engine (attempt.c). Moves only
@@ -320,8 +321,8 @@ void engine_decided_free(engine_decided *dc);
 /* dispatch.c: attempts of a kind of slot this engine may still take on
  * (none once shutdown began; no inline ones before it prepared an inline
  * action), of both kinds (what one outbox read may bring back); the slot
- * an action's attempts take; whether this worker should claim an invocation of that action
- * (its pinned action exists, is not external, and this host can serve it:
+ * an action's attempts take; whether this worker should claim an
+ * invocation of that action (its pinned action exists, is not external, and this host can serve it:
  * a package that cannot be read is left to the coordinator, which
  * quarantines the run); a duplicate claim receipt is a historical claim:
  * own it only if a heartbeat under it is applied now. */
