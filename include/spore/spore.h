@@ -186,7 +186,9 @@ int spore_register_native(spore_db *db, const char *name, spore_native_fn fn, vo
  * an attempt thread. Everything above holds, but an inline function delays
  * every other run the handle serves while it runs and never sees a stop
  * request: use spore_register_native for anything that waits (I/O, locks,
- * sleeps). */
+ * sleeps). On SQLite its attempts take no --concurrency slot (up to 256
+ * are held at once, so the steps of every ready run share one commit); on
+ * PostgreSQL they count against --concurrency like any other. */
 int spore_register_native_inline(spore_db *db, const char *name, spore_native_fn fn, void *user,
                                  spore_error *err);
 
