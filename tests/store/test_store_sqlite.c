@@ -293,6 +293,44 @@ static void q04_checkpoint_reader(void)
     wal_close(&f);
 }
 
+/* One signal with a 3 KiB body: a commit of about one page of its own. */
+static void wal_wide_signal(wal_fixture *f, int n)
+{
+    char id[32], request_id[48], event_id[48], json[3200];
+    snprintf(id, sizeof id, "w%d", n);
+    snprintf(request_id, sizeof request_id, "signal/%s", id);
+    snprintf(event_id, sizeof event_id, "sig:%s", id);
+    snprintf(json, sizeof json, "{\"name\":\"go\",\"pad\":\"%3000d\"}", n);
+    fx_body body = fx_body_of(json);
+    sp_append_event_req req = {f->k, request_id, event_id, "signal.received", fx_evidence(&body)};
+    sp_append_event_res a;
+    sp_error err = {0};
+    EXPECT_OK(sp_store_append_event(f->s, &req, &a, &err), &err);
+    fx_body_free(&body);
+}
+
+/* A batch's changed pages stay in the connection's page cache until its
+ * commit (SP_SQLITE_CACHE_KIB, src/store/sqlite/sqlite.h): ~3.6 MiB of
+ * changes in one batch - far more than SQLite's default 2000 KiB cache -
+ * reach the -wal file at the commit and not before (a smaller cache spills
+ * changed pages into the WAL in the middle of the transaction). */
+static void q04_cache(void)
+{
+    wal_fixture f;
+    if (!wal_open(&f, "run_cache"))
+        return;
+    const long before = file_size(f.wal);
+    sp_error err = {0};
+    EXPECT_OK(sp_store_batch_begin(f.s, &err), &err);
+    for (int n = 0; n < 1200; n++)
+        wal_wide_signal(&f, n);
+    const long during = file_size(f.wal);
+    EXPECT_OK(sp_store_batch_commit(f.s, &err), &err);
+    CHECK(during == before);                             /* nothing spilled */
+    CHECK(file_size(f.wal) >= before + 900L * WAL_FRAME); /* all of it at the commit */
+    wal_close(&f);
+}
+
 static void q04_errors(void)
 {
     int before = check_failures;
@@ -301,6 +339,7 @@ static void q04_errors(void)
     q04_busy();
     q04_checkpoint();
     q04_checkpoint_reader();
+    q04_cache();
     printf("sqlite Q04 schema and error mapping: %s\n", check_failures == before ? "ok" : "FAILED");
 }
 
