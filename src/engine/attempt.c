@@ -226,7 +226,11 @@ int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_di
     a->claim = *claim;
     memset(claim, 0, sizeof *claim);
     snprintf(a->package_digest, sizeof a->package_digest, "%s", package_digest);
-    a->slot = engine_action_slot(e, package_digest, a->claim.action_id);
+    const engine_action *ea = NULL; /* a package that cannot be read: the pool */
+    sp_error none = {0};
+    (void)engine_action_find(e, package_digest, a->claim.action_id, &ea, &none);
+    sp_error_clear(&none);
+    a->slot = engine_action_slot(ea);
     if (sp_stop_init(&a->stop, err)) {
         sp_claim_free(&a->claim);
         free(a);

@@ -30,30 +30,32 @@ static uint32_t slots_max(sp_engine *e, engine_slot slot)
     return serves_inline ? ENGINE_INLINE_MAX : 0;
 }
 
-uint32_t engine_free_slots(sp_engine *e, engine_slot slot)
+void engine_slots_get(sp_engine *e, engine_slots *out)
 {
     uint32_t held[ENGINE_SLOTS];
     engine_attempts_count(e, held); /* this batch's claims included */
     pthread_mutex_lock(&e->mu);
     bool closed = e->shutting_down;
     pthread_mutex_unlock(&e->mu);
-    uint32_t shared = held[ENGINE_SLOT_POOL] + held[ENGINE_SLOT_INLINE];
-    uint32_t taken = e->inline_own_slots ? held[slot] : shared;
-    uint32_t max = slots_max(e, slot);
-    return closed || taken >= max ? 0 : max - taken;
-}
-
-uint32_t engine_free_slots_any(sp_engine *e)
-{
-    uint32_t pool = engine_free_slots(e, ENGINE_SLOT_POOL);
-    return e->inline_own_slots ? pool + engine_free_slots(e, ENGINE_SLOT_INLINE) : pool;
-}
-
-void engine_slots_get(sp_engine *e, engine_slots *out)
-{
     out->shared = !e->inline_own_slots;
-    out->free[ENGINE_SLOT_POOL] = engine_free_slots(e, ENGINE_SLOT_POOL);
-    out->free[ENGINE_SLOT_INLINE] = engine_free_slots(e, ENGINE_SLOT_INLINE);
+    for (int k = 0; k < ENGINE_SLOTS; k++) {
+        uint32_t taken = out->shared ? held[ENGINE_SLOT_POOL] + held[ENGINE_SLOT_INLINE] : held[k];
+        uint32_t max = slots_max(e, (engine_slot)k);
+        out->free[k] = closed || taken >= max ? 0 : max - taken;
+    }
+}
+
+uint32_t engine_slots_total(const engine_slots *s)
+{
+    uint32_t pool = s->free[ENGINE_SLOT_POOL];
+    return s->shared ? pool : pool + s->free[ENGINE_SLOT_INLINE];
+}
+
+uint32_t engine_free_slots(sp_engine *e)
+{
+    engine_slots s;
+    engine_slots_get(e, &s);
+    return engine_slots_total(&s);
 }
 
 bool engine_slots_take(engine_slots *s, engine_slot slot)
@@ -66,13 +68,9 @@ bool engine_slots_take(engine_slots *s, engine_slot slot)
     return true;
 }
 
-engine_slot engine_action_slot(sp_engine *e, const char *package_digest, const char *action_id)
+engine_slot engine_action_slot(const engine_action *ea)
 {
-    sp_error err = {0};
-    const engine_action *ea = NULL;
-    int rc = engine_action_find(e, package_digest, action_id, &ea, &err);
-    sp_error_clear(&err);
-    return rc == 0 && ea && ea->quick ? ENGINE_SLOT_INLINE : ENGINE_SLOT_POOL;
+    return ea && ea->quick ? ENGINE_SLOT_INLINE : ENGINE_SLOT_POOL;
 }
 
 bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err)
@@ -84,7 +82,8 @@ bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err)
     return ok;
 }
 
-bool engine_workable(sp_engine *e, const char *package_digest, const char *action_id)
+bool engine_workable(sp_engine *e, const char *package_digest, const char *action_id,
+                     engine_slot *slot)
 {
     sp_error err = {0};
     const engine_action *ea;
@@ -92,6 +91,7 @@ bool engine_workable(sp_engine *e, const char *package_digest, const char *actio
     sp_error_clear(&err);
     if (rc)
         return false;
+    *slot = engine_action_slot(ea);
     if (!ea)
         return true; /* a missing action: claim it, the attempt reports host.action-missing */
     return ea->runner && !ea->runner->external && !ea->unservable;
@@ -123,28 +123,35 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
     return engine_attempt_claimed(e, &claim, item->package_digest, err);
 }
 
-/* Claim one due step; *waits when its kind of slot is full. */
-static int dispatch_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats,
-                        bool *waits, sp_error *err)
+/* Claim one due step into a free slot of its kind; *waits when that kind
+ * is full. A claim someone else won takes no slot. */
+static int dispatch_one(sp_engine *e, const sp_due_item *item, engine_slots *slots,
+                        sp_tick_stats *stats, bool *waits, sp_error *err)
 {
+    engine_slot slot;
     if (engine_invocation_in_flight(e, &item->key, item->id) ||
-        !engine_workable(e, item->package_digest, item->action_id))
+        !engine_workable(e, item->package_digest, item->action_id, &slot))
         return 0;
-    if (!engine_free_slots(e, engine_action_slot(e, item->package_digest, item->action_id))) {
+    if (!slots->free[slot]) {
         *waits = true;
         return 0;
     }
-    return claim_one(e, item, stats, err);
+    uint32_t claimed = stats->claimed;
+    int r = claim_one(e, item, stats, err);
+    if (stats->claimed != claimed)
+        engine_slots_take(slots, slot);
+    return r;
 }
 
 int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err)
 {
     char *cursor = NULL;
     int r = 0;
-    for (uint32_t slots = engine_free_slots_any(e); slots > 0 && r == 0;
-         slots = engine_free_slots_any(e)) {
+    engine_slots slots;
+    engine_slots_get(e, &slots);
+    for (uint32_t n = engine_slots_total(&slots); n > 0 && r == 0; n = engine_slots_total(&slots)) {
         sp_due_page page;
-        sp_store_rc rc = ledger_scan_outbox(e, only, cursor, slots, &page, err);
+        sp_store_rc rc = ledger_scan_outbox(e, only, cursor, n, &page, err);
         free(cursor);
         cursor = NULL;
         if (rc != SP_STORE_OK) {
@@ -153,11 +160,11 @@ int engine_dispatch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, 
         }
         /* a full page (or one with a cursor) may leave due steps unread:
          * the next pass with a free slot reads again (tick.c, scans_due) */
-        e->outbox_more = page.n == slots || page.next_cursor != NULL;
+        e->outbox_more = page.n == n || page.next_cursor != NULL;
         uint32_t claimed = stats->claimed;
         bool waits = false;
-        for (size_t i = 0; i < page.n && r == 0 && engine_free_slots_any(e) > 0; i++)
-            r = dispatch_one(e, &page.items[i], stats, &waits, err);
+        for (size_t i = 0; i < page.n && r == 0 && engine_slots_total(&slots) > 0; i++)
+            r = dispatch_one(e, &page.items[i], &slots, stats, &waits, err);
         /* a page that claimed nothing while due steps wait for a full kind
          * of slot ends the read: the outbox is served in its order, and a
          * full pool does not make every pass read all of it */

@@ -318,26 +318,29 @@ void engine_decided_committed(sp_engine *e, const sp_run_key *key, engine_decide
                               sp_disposition disposition, sp_tick_stats *stats);
 void engine_decided_free(engine_decided *dc);
 
-/* dispatch.c: attempts of a kind of slot this engine may still take on
+/* dispatch.c: attempts of each kind of slot this engine may still take on
  * (none once shutdown began; no inline ones before it prepared an inline
- * action), of both kinds (what one outbox read may bring back); the slot
- * an action's attempts take; whether this worker should claim an
- * invocation of that action (its pinned action exists, is not external, and this host can serve it:
+ * action); the slot an action's attempts take; whether this worker should
+ * claim an invocation of that action, and into which slot (its pinned
+ * action exists, is not external, and this host can serve it:
  * a package that cannot be read is left to the coordinator, which
  * quarantines the run); a duplicate claim receipt is a historical claim:
  * own it only if a heartbeat under it is applied now. */
-uint32_t engine_free_slots(sp_engine *e, engine_slot slot);
-uint32_t engine_free_slots_any(sp_engine *e);
-/* The free slots of both kinds at one moment, taken one claim at a time
- * (a claim from shared slots takes from both counts). */
+/* The free slots of both kinds at one moment (this batch's claims
+ * included), taken one claim at a time: a claim from shared slots takes
+ * from both counts. */
 typedef struct engine_slots {
     uint32_t free[ENGINE_SLOTS];
     bool shared;
 } engine_slots;
 void engine_slots_get(sp_engine *e, engine_slots *out);
 bool engine_slots_take(engine_slots *s, engine_slot slot);
-engine_slot engine_action_slot(sp_engine *e, const char *package_digest, const char *action_id);
-bool engine_workable(sp_engine *e, const char *package_digest, const char *action_id);
+/* Attempts of any kind one outbox read may bring back. */
+uint32_t engine_slots_total(const engine_slots *s);
+uint32_t engine_free_slots(sp_engine *e);
+engine_slot engine_action_slot(const engine_action *ea); /* NULL: the pool */
+bool engine_workable(sp_engine *e, const char *package_digest, const char *action_id,
+                     engine_slot *slot);
 bool engine_claim_confirm(sp_engine *e, const sp_claim *claim, sp_error *err);
 
 /* settle.c: the invocation an activity.schedule or activity.retry command

@@ -73,9 +73,8 @@ static int want_claims(settle_ctx *c)
         if (!engine_command_target(&dc->d.commands[i], id, action, sizeof action))
             continue;
         const char *act = target_action(c, id, action);
-        if (!act || !engine_workable(c->e, pkg, act))
-            continue;
-        if (engine_slots_take(&slots, engine_action_slot(c->e, pkg, act)))
+        engine_slot slot;
+        if (act && engine_workable(c->e, pkg, act, &slot) && engine_slots_take(&slots, slot))
             c->claim_ptr[c->nclaim++] = id;
     }
     return 0;

@@ -106,7 +106,7 @@ static bool scans_due(sp_engine *e)
     bool woken = e->store_woken;
     e->store_woken = false;
     pthread_mutex_unlock(&e->mu);
-    bool slots_to_fill = e->outbox_more && engine_free_slots_any(e) > 0;
+    bool slots_to_fill = e->outbox_more && engine_free_slots(e) > 0;
     if (!e->scan_wanted && !woken && !slots_to_fill && now < e->next_scan_ms)
         return false;
     e->scan_wanted = false;

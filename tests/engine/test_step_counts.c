@@ -327,7 +327,10 @@ static void concurrent(const char *location, const char *label, fixture_mode mod
     printf("%s %d runs x %d steps, one engine%s: %llu durable commits (%.3f per step)\n", label,
            RUNS, RUN_STEPS, mode == MODE_INLINE ? ", inline, --concurrency 1" : "",
            (unsigned long long)commits, (double)commits / steps);
-    bool one_writer = strcmp(label, "sqlite") == 0;
+    sp_store_capabilities caps;
+    sp_store_capabilities_get(f.store, &caps);
+    CHECK(caps.one_writer == (strcmp(label, "sqlite") == 0)); /* SQLite's one write lock */
+    bool one_writer = caps.one_writer;
     if (mode == MODE_POOL)
         CHECK(commits * 2 <= (uint64_t)steps); /* group commit: at most half a commit per step */
     /* inline, one writer: one commit per wave of steps (RUN_STEPS waves;
