@@ -1,10 +1,10 @@
 /*
  * process.c - one supervised child command (see process.h for the design).
  *
- * Layout: the environment and PATH helpers (worker side, may allocate), then
- * the code that runs in the forked supervisor and command (prefixed child_:
- * async-signal-safe calls only, nothing allocated, nothing locked), then the
- * worker's poll loop.
+ * Layout: the environment and PATH helpers, then the worker's side of one
+ * command: its pipes, the supervisor's start (src/supervisor/, which owns
+ * the code that runs in the supervisor and the command), the poll loop and
+ * the verdict.
  *
  * Must never: let a pipe end reach the command other than its stdio, leave
  * the supervisor unreaped, signal a group whose leader was already reaped
@@ -21,13 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/tail.h"
+#include "supervisor/supervisor.h"
 
 extern char **environ;
 
@@ -136,183 +135,8 @@ static char **exec_candidates(const char *file, const char *const *envp)
     return v;
 }
 
-/* ---------------------------------------------------------------------------
- * In the forked supervisor and command: async-signal-safe only.
- */
-
-enum step { STEP_SETUP, STEP_PIPE, STEP_FORK, STEP_SETPGID, STEP_FDS,
-            STEP_SIGNALS, STEP_CHDIR, STEP_EXEC, STEP_COUNT };
-static const char *const STEP_NAMES[STEP_COUNT] = {
+static const char *const STEP_NAMES[SP_SUP_STEP_COUNT] = {
     "setup", "pipe", "fork", "setpgid", "fds", "signals", "chdir", "exec"};
-
-enum { REPORT_ERRNO = 'E', REPORT_STATUS = 'S' };
-enum { REPORT_FD = 3 }; /* the report pipe inside the supervisor and command */
-_Static_assert(REPORT_FD < SP_PROC_PASS_FD, "passed descriptors come after the report pipe");
-
-typedef struct report {
-    int32_t type, step, value;
-} report;
-
-typedef struct child_plan {
-    char *const *argv;
-    char *const *paths; /* exec candidates */
-    char *const *envp;
-    const char *cwd;
-    int in_r, out_w, err_w, rep_w;
-    pid_t worker;
-    const int *pass; /* handed over at SP_PROC_PASS_FD + i */
-    size_t npass;
-} child_plan;
-
-static pid_t child_watched_parent; /* written only inside a forked supervisor */
-
-static void child_report(int fd, int type, int step, int value)
-{
-    report r = {type, step, value};
-    while (write(fd, &r, sizeof r) < 0 && errno == EINTR) {
-    }
-}
-
-_Noreturn static void child_fail(int fd, int step)
-{
-    child_report(fd, REPORT_ERRNO, step, errno);
-    _exit(127);
-}
-
-/* The death signal: it also fires when only the forking thread ended, so
- * act only when the worker process itself is gone (we were reparented). */
-static void child_on_term(int sig)
-{
-    (void)sig;
-    if (getppid() != child_watched_parent) {
-        kill(0, SIGKILL);
-        _exit(128 + SIGKILL);
-    }
-}
-
-static bool child_keeps_default(int sig)
-{
-    switch (sig) {
-    case SIGCHLD: case SIGSEGV: case SIGBUS: case SIGFPE:
-    case SIGILL: case SIGTRAP: case SIGABRT: case SIGSYS:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Supervisor: ignore what is not its business, SIGTERM = death check.
- * Command: every disposition back to default (ignored ones survive exec). */
-static void child_set_signals(bool supervisor)
-{
-    for (int s = 1; s < NSIG; s++) {
-        if (s == SIGKILL || s == SIGSTOP)
-            continue;
-        struct sigaction sa = {0};
-        sa.sa_handler = (!supervisor || child_keeps_default(s)) ? SIG_DFL : SIG_IGN;
-        if (supervisor && s == SIGTERM) {
-            sa.sa_handler = child_on_term;
-            sigfillset(&sa.sa_mask);
-        }
-        sigaction(s, &sa, NULL); /* glibc-reserved signals fail: fine */
-    }
-}
-
-/* stdin/stdout/stderr from the pipes, the report pipe at REPORT_FD, the
- * passed descriptors at SP_PROC_PASS_FD + i, and no other descriptor (the
- * worker's threads may have opened some without CLOEXEC). Every pipe end
- * is above 2 (see make_pipe); a passed descriptor may be anywhere, so all
- * of them are first moved above every target: placing one descriptor
- * never overwrites the source of another. */
-static int child_fds(const child_plan *p)
-{
-    int moved[SP_PROC_PASS_MAX];
-    int top = SP_PROC_PASS_FD + (int)p->npass;
-    for (size_t i = 0; i < p->npass; i++)
-        if ((moved[i] = fcntl(p->pass[i], F_DUPFD_CLOEXEC, top)) < 0)
-            return -1;
-    if (dup2(p->in_r, 0) < 0 || dup2(p->out_w, 1) < 0 || dup2(p->err_w, 2) < 0)
-        return -1;
-    if (p->rep_w != REPORT_FD && dup3(p->rep_w, REPORT_FD, O_CLOEXEC) < 0)
-        return -1;
-    for (size_t i = 0; i < p->npass; i++)
-        if (dup2(moved[i], SP_PROC_PASS_FD + (int)i) < 0) /* without CLOEXEC */
-            return -1;
-    if (close_range((unsigned)top, ~0U, 0) == 0)
-        return 0;
-    struct rlimit rl;
-    rlim_t max = 1 << 20;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < max)
-        max = rl.rlim_cur;
-    for (rlim_t fd = (rlim_t)top; fd < max; fd++)
-        close((int)fd);
-    return 0;
-}
-
-/* execvp's search without its allocation: EACCES anywhere wins over ENOENT;
- * an error other than "not here" ends the search. */
-_Noreturn static void child_exec(const child_plan *p, pid_t supervisor)
-{
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL))
-        child_fail(REPORT_FD, STEP_SIGNALS);
-    if (getppid() != supervisor)
-        _exit(127);
-    child_set_signals(false);
-    if (p->cwd && chdir(p->cwd))
-        child_fail(REPORT_FD, STEP_CHDIR);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    bool eacces = false;
-    for (char *const *c = p->paths; *c; c++) {
-        execve(*c, p->argv, p->envp);
-        if (errno == EACCES)
-            eacces = true;
-        else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
-                 errno != ETIMEDOUT)
-            break;
-    }
-    if (eacces)
-        errno = EACCES;
-    child_fail(REPORT_FD, STEP_EXEC);
-}
-
-_Noreturn static void child_supervise(const child_plan *p)
-{
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    child_watched_parent = p->worker;
-    if (setpgid(0, 0))
-        child_fail(p->rep_w, STEP_SETPGID);
-    if (child_fds(p))
-        child_fail(p->rep_w, STEP_FDS);
-    child_set_signals(true);
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM))
-        child_fail(REPORT_FD, STEP_SIGNALS);
-    if (getppid() != p->worker) /* the worker died before prctl: start nothing */
-        _exit(127);
-    pid_t self = getpid();
-    pid_t cmd = _Fork(); /* no atfork handlers: async-signal-safe */
-    if (cmd < 0)
-        child_fail(REPORT_FD, STEP_FORK);
-    if (cmd == 0)
-        child_exec(p, self);
-    sigprocmask(SIG_SETMASK, &none, NULL); /* a pending death signal runs now */
-    close(0); /* the pipes now belong to the command: EOF and EPIPE follow it */
-    close(1);
-    close(2);
-    int status;
-    while (waitpid(cmd, &status, 0) < 0)
-        if (errno != EINTR) {
-            kill(0, SIGKILL); /* cannot tell how it ended: report nothing */
-            _exit(127);
-        }
-    child_report(REPORT_FD, REPORT_STATUS, 0, status);
-    kill(0, SIGKILL); /* stragglers, and this supervisor */
-    _exit(0);
-}
 
 /* ---------------------------------------------------------------------------
  * Worker side: pipes, the poll loop, the verdict.
@@ -330,7 +154,7 @@ typedef struct watch {
     sp_proc_end killed_as;
     bool have_status, have_errno;
     int status, err_step, err_errno;
-    char rep_buf[4 * sizeof(report)];
+    char rep_buf[4 * sizeof(sp_sup_report)];
     size_t rep_len;
     size_t out_max;
     sp_tail err_ring; /* the stderr tail */
@@ -491,13 +315,14 @@ static void read_stderr(watch *w)
         close_fd(&w->err_r);
 }
 
-static void take_record(watch *w, const report *r)
+static void take_record(watch *w, const sp_sup_report *r)
 {
-    if (r->type == REPORT_ERRNO && !w->have_errno && r->step >= 0 && r->step < STEP_COUNT) {
+    if (r->type == SP_SUP_REPORT_ERRNO && !w->have_errno && r->step >= 0 &&
+        r->step < SP_SUP_STEP_COUNT) {
         w->have_errno = true;
         w->err_step = r->step;
         w->err_errno = r->value;
-    } else if (r->type == REPORT_STATUS && !w->have_status) {
+    } else if (r->type == SP_SUP_REPORT_STATUS && !w->have_status) {
         w->have_status = true;
         w->status = r->value;
         close_fd(&w->in_w);
@@ -524,8 +349,8 @@ static void read_reports(watch *w)
         return;
     }
     w->rep_len += (size_t)n;
-    while (w->rep_len >= sizeof(report)) {
-        report r;
+    while (w->rep_len >= sizeof(sp_sup_report)) {
+        sp_sup_report r;
         memcpy(&r, w->rep_buf, sizeof r);
         take_record(w, &r);
         w->rep_len -= sizeof r;
@@ -688,7 +513,7 @@ static void finish(watch *w)
     w->res->out[w->res->out_len] = '\0';
 }
 
-static int prepare(watch *w, child_plan *plan)
+static int prepare(watch *w, sp_supervisor_plan *plan)
 {
     const sp_proc_spec *spec = w->spec;
     w->out_max = spec->stdout_max ? spec->stdout_max : SP_PROC_STDOUT_MAX;
@@ -698,19 +523,19 @@ static int prepare(watch *w, child_plan *plan)
                  sp_tail_init(&w->out_ring, spec->on_stdout ? 0 : spec->stdout_tail) == 0;
     if (spec->npass_fds > SP_PROC_PASS_MAX) {
         errno = EMFILE;
-        return STEP_SETUP;
+        return SP_SUP_SETUP;
     }
     char **paths = exec_candidates(spec->argv[0], spec->envp);
     if (!w->res->out || !rings || !paths) {
         sp_proc_strv_free(paths);
         errno = ENOMEM;
-        return STEP_SETUP;
+        return SP_SUP_SETUP;
     }
-    *plan = (child_plan){(char *const *)spec->argv, paths, (char *const *)spec->envp,
-                         spec->cwd, -1, -1, -1, -1, getpid(), spec->pass_fds, spec->npass_fds};
+    *plan = (sp_supervisor_plan){(char *const *)spec->argv, paths, (char *const *)spec->envp,
+                                 spec->cwd, -1, -1, -1, -1, spec->pass_fds, spec->npass_fds};
     if (make_pipe(&w->in_r, &w->in_w, false) || make_pipe(&w->out_r, &w->out_w, true) ||
         make_pipe(&w->err_r, &w->err_w, true) || make_pipe(&w->rep_r, &w->rep_w, true))
-        return STEP_PIPE;
+        return SP_SUP_PIPE;
     plan->in_r = w->in_r;
     plan->out_w = w->out_w;
     plan->err_w = w->err_w;
@@ -732,23 +557,23 @@ static void watch_init(watch *w, const sp_proc_spec *spec, sp_proc_result *res)
     }
 }
 
-static void spawn(watch *w, child_plan *plan)
+/* The supervisor starts in its own group (pgid = its pid) before it runs a
+ * line of its own, so the group can be killed as soon as this returns. */
+static void spawn(watch *w, const sp_supervisor_plan *plan)
 {
-    pid_t pid = fork();
-    if (pid == 0)
-        child_supervise(plan);
-    int e = errno;
+    pid_t pid = 0;
+    sp_sup_step step;
+    int e = sp_supervisor_start(plan, &pid, &step);
     close_fd(&w->in_r);
     close_fd(&w->out_w);
     close_fd(&w->err_w);
     close_fd(&w->rep_w);
-    if (pid < 0) {
+    if (e) {
         close_all(w);
-        spawn_failed(w->res, STEP_FORK, e);
+        spawn_failed(w->res, (int)step, e);
         return;
     }
     w->pgid = w->res->pgid = pid;
-    setpgid(pid, pid); /* the supervisor does it too; whoever is first wins */
     if (w->spec->on_started)
         w->spec->on_started(w->spec->stream_ctx);
     supervise(w);
@@ -760,11 +585,11 @@ void sp_proc_run(const sp_proc_spec *spec, sp_proc_result *res)
     memset(res, 0, sizeof *res);
     watch *w = malloc(sizeof *w);
     if (!w) {
-        spawn_failed(res, STEP_SETUP, ENOMEM);
+        spawn_failed(res, SP_SUP_SETUP, ENOMEM);
         return;
     }
     watch_init(w, spec, res);
-    child_plan plan = {0};
+    sp_supervisor_plan plan = {0};
     int failed_step = prepare(w, &plan);
     if (failed_step >= 0) {
         spawn_failed(res, failed_step, errno);

@@ -8,11 +8,13 @@
  * a code, killed by a signal the engine did not send, timed out, stopped by
  * the engine's stop signal, or never started.
  *
- * How: the worker forks a tiny *supervisor* that becomes the leader of a new
- * process group (pgid = its pid) and forks the real command into that group.
+ * How: the worker starts a tiny *supervisor* program (src/supervisor/: a
+ * static executable carried inside libspore, started with posix_spawn, so
+ * the worker's pages are never shared with it) as the leader of a new
+ * process group (pgid = its pid); it forks the real command into that group.
  * The supervisor holds PR_SET_PDEATHSIG(SIGTERM) and, when that fires and
  * getppid() shows the worker is really gone (the death signal follows the
- * forking *thread*, so a thread's exit alone is ignored), SIGKILLs the whole
+ * spawning *thread*, so a thread's exit alone is ignored), SIGKILLs the whole
  * group. The command itself holds PR_SET_PDEATHSIG(SIGKILL) against the
  * supervisor. When the command exits, the supervisor reports its wait status
  * through a CLOEXEC pipe and SIGKILLs the group (stragglers included); the
@@ -32,9 +34,8 @@
  *
  * What it must never do: run a shell, block without a bound other than the
  * caller's timeout and stop signal, leak a descriptor into the child (other
- * than the ones the caller passes) or the worker, call anything but async-signal-safe functions between fork and
- * exec (the worker is multithreaded), or keep more than the configured bytes
- * of output.
+ * than the ones the caller passes) or the worker, fork the worker itself, or
+ * keep more than the configured bytes of output.
  */
 #ifndef SPORE_RUNNERS_PROCESS_H
 #define SPORE_RUNNERS_PROCESS_H
@@ -45,12 +46,13 @@
 #include <sys/types.h>
 
 #include "runners/runner.h"
+#include "supervisor/protocol.h"
 
 #define SP_PROC_STDOUT_MAX (64 * 1024) /* head of stdout kept */
 #define SP_PROC_STDERR_TAIL 4096       /* tail of stderr kept */
 #define SP_PROC_DRAIN_MS 250           /* wait for pipe EOF after the group died */
-#define SP_PROC_PASS_FD 4              /* the first descriptor handed to the command */
-#define SP_PROC_PASS_MAX 256           /* at most this many */
+#define SP_PROC_PASS_FD SP_SUP_PASS_FD   /* the first descriptor handed to the command */
+#define SP_PROC_PASS_MAX SP_SUP_PASS_MAX /* at most this many */
 
 typedef struct sp_proc_spec {
     const char *const *argv; /* NULL-terminated; argv[0] is looked up in PATH

@@ -99,6 +99,13 @@ forbidden runners authoring/authoring.h
 # the API: the engine's face, not its insides
 forbidden api engine/internal.h
 forbidden api store/db.h
+# the process supervisor: libc alone (its program's root holds the same one
+# folder); the runners see its face, not how its image is carried
+allowed runners supervisor/supervisor.h
+forbidden runners supervisor/image.h
+forbidden supervisor base/tail.h
+forbidden supervisor json/json.h
+forbidden supervisor runners/runner.h
 # spore graph: the kernel and the state view through their faces; never the
 # store, the engine's insides, the runners or the command line
 allowed graph kernel/workflow.h
