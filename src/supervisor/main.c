@@ -279,6 +279,7 @@ _Noreturn static void supervise(const plan *p)
 int main(int argc, char **argv)
 {
     static plan p;
+    prctl(PR_SET_NAME, SP_SUP_PROGRAM_NAME); /* ps shows it so, not as the memfd's number */
     if (!decode(argc, argv, &p)) {
         static const char msg[] = SP_SUP_PROGRAM_NAME
             ": started only by a spore worker, with the arguments of "

@@ -661,6 +661,18 @@ static void test_no_inherited_fds(void)
     close(keep);
 }
 
+/* The supervisor is the spore-supervisor program (src/supervisor/), not a
+ * copy of this process: the command's parent says so by its name, and it
+ * leads the command's process group. */
+static void test_supervisor_program(void)
+{
+    sp_activity_output o;
+    run(sh("cat /proc/$PPID/comm; [ $(cut -d' ' -f5 /proc/$$/stat) -eq $PPID ] && echo leader"),
+        &o);
+    expect_output(&o, "ok", "{\"exitCode\":0,\"stdout\":\"spore-superviso\\nleader\\n\"}");
+    sp_activity_output_free(&o);
+}
+
 static void test_stragglers_after_exit(void)
 {
     sp_activity_output o;
@@ -741,6 +753,7 @@ int main(int argc, char **argv)
     test_environment();
     test_cwd();
     test_no_inherited_fds();
+    test_supervisor_program();
     test_stragglers_after_exit();
     test_no_orphan_after_worker_kill();
     remove_tmp();
