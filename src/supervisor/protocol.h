@@ -44,6 +44,7 @@ enum {
     SP_SUP_PASS_FD = 4,   /* the first descriptor handed to the command */
     SP_SUP_PASS_MAX = 256 /* at most this many */
 };
+_Static_assert(SP_SUP_REPORT_FD < SP_SUP_PASS_FD, "passed descriptors come after the report pipe");
 
 /* The argument vector, in order:
  *   [SP_SUP_ARG_NAME]    "spore-supervisor"
