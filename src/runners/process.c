@@ -521,10 +521,6 @@ static int prepare(watch *w, sp_supervisor_plan *plan)
     bool rings = sp_tail_init(&w->err_ring, spec->stderr_tail ? spec->stderr_tail
                                                               : SP_PROC_STDERR_TAIL) == 0 &&
                  sp_tail_init(&w->out_ring, spec->on_stdout ? 0 : spec->stdout_tail) == 0;
-    if (spec->npass_fds > SP_PROC_PASS_MAX) {
-        errno = EMFILE;
-        return SP_SUP_SETUP;
-    }
     char **paths = exec_candidates(spec->argv[0], spec->envp);
     if (!w->res->out || !rings || !paths) {
         sp_proc_strv_free(paths);

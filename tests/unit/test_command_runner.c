@@ -31,6 +31,7 @@
 #include "base/utf8.h"
 #include "check.h"
 #include "json/json.h"
+#include "runners/process.h"
 #include "runners/registry.h"
 
 static char g_tmp[PATH_MAX];
@@ -293,6 +294,34 @@ static void test_spawn(void)
     expect_failure(&o, "command.spawn", true);
     CHECK_STR(json_string_value(detail(&o, "step")), "chdir");
     sp_activity_output_free(&o);
+}
+
+/* More descriptors to hand over than the supervisor takes: refused before
+ * anything starts (the bound is the supervisor's, src/supervisor/launch.c). */
+static void test_pass_fds_bound(void)
+{
+    static int fds[SP_PROC_PASS_MAX + 1];
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        fds[i] = 0;
+    const char *argv[] = {"true", NULL}, *envp[] = {"PATH=/bin:/usr/bin", NULL};
+    sp_proc_spec spec = {.argv = argv, .envp = envp, .pass_fds = fds};
+    sp_proc_result res;
+    for (size_t n = SP_PROC_PASS_MAX; n <= SP_PROC_PASS_MAX + 1; n++) {
+        int before = count_fds();
+        spec.npass_fds = n;
+        sp_proc_run(&spec, &res);
+        if (n == SP_PROC_PASS_MAX) {
+            CHECK_INT(res.end, SP_PROC_EXITED);
+            CHECK_INT(res.exit_code, 0);
+        } else {
+            CHECK_INT(res.end, SP_PROC_SPAWN_FAILED);
+            CHECK_STR(res.spawn_step, "setup");
+            CHECK_INT(res.spawn_errno, EMFILE);
+            CHECK_INT(res.pgid, 0);
+        }
+        CHECK_INT(count_fds(), before);
+        sp_proc_result_free(&res);
+    }
 }
 
 static void test_timeout_kills_group(void)
@@ -738,6 +767,7 @@ int main(int argc, char **argv)
     test_utf8();
     test_invalid();
     test_spawn();
+    test_pass_fds_bound();
     test_timeout_kills_group();
     test_stop_fd();
     test_stop();
