@@ -193,7 +193,7 @@ static int replay(run_source *r, gr_history *h, sp_error *err)
         for (; i < page.n && page.events[i].sequence <= r->view.applied_sequence; i++) {
             const sp_event *e = &page.events[i];
             sp_kernel_event ke = {e->event_id, e->sequence, e->accepted_at_ms, e->kind, e->body,
-                                  e->body_len};
+                                  e->body_len, NULL};
             gr_history_feed(h, &ke);
             after = e->sequence;
         }

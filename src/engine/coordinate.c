@@ -67,7 +67,7 @@ static int fill_records(engine_decided *dc, sp_error *err)
     for (size_t i = 0; i < d->ncommands; i++)
         dc->cmds[i] = (sp_command_rec){d->commands[i].command_id, d->commands[i].activation_id,
                                        d->commands[i].kind, d->commands[i].payload,
-                                       d->commands[i].payload_len};
+                                       d->commands[i].payload_len, d->commands[i].payload_value};
     for (size_t i = 0; i < d->ndiagnostics; i++)
         dc->diags[i] = (sp_diagnostic_rec){d->diagnostics[i].code, d->diagnostics[i].node_id,
                                            d->diagnostics[i].details,
@@ -108,7 +108,7 @@ engine_decide_rc engine_decide(sp_engine *e, const sp_turn *t, engine_decided *o
         .state = t->revision ? engine_runstate_take(e, &t->key, t->snapshot_digest) : NULL,
         .want_state = true,
         .event = {t->event.event_id, t->event.sequence, t->event.accepted_at_ms, t->event.kind,
-                  t->event.body, t->event.body_len},
+                  t->event.body, t->event.body_len, t->event.body_value},
         .limits = limits_of(e, wf),
     };
     sp_kernel_failure f;

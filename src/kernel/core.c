@@ -146,8 +146,10 @@ int k_command(kt *t, const char *kind, const char *activation_id, const char *or
         return k_oom(t);
     }
     size_t len;
+    json_t *value = json_incref(payload); /* the decision keeps one reference */
     char *bytes = k_emit_bytes(t, payload, &len);
     if (!bytes) {
+        json_decref(value);
         free(names.action_id);
         return -1;
     }
@@ -157,6 +159,7 @@ int k_command(kt *t, const char *kind, const char *activation_id, const char *or
         if (!c) {
             free(bytes);
             free(names.action_id);
+            json_decref(value);
             return k_oom(t);
         }
         t->cmds = c;
@@ -174,9 +177,11 @@ int k_command(kt *t, const char *kind, const char *activation_id, const char *or
     c->activation_id = strdup(activation_id);
     c->payload = bytes;
     c->payload_len = len;
+    c->payload_value = value;
     if (!c->activation_id) {
         free(bytes);
         free(c->action_id);
+        json_decref(value);
         return k_oom(t);
     }
     t->ncmds++;

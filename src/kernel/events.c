@@ -171,10 +171,18 @@ static int decode_cancel(kevent *ev, kfail *f)
     return 0;
 }
 
-int kevent_decode(sp_semantics sem, const char *kind, const char *payload, size_t len,
-                  kevent *ev, kfail *f)
+/* The payload as a value: the host's parse when it gave one, else ours. */
+static json_t *payload_of(const sp_kernel_event *e, sp_error *err)
+{
+    if (e->payload_value)
+        return json_incref((json_t *)e->payload_value); /* read, never changed */
+    return sp_json_parse_canonical(e->payload, e->payload_len, err);
+}
+
+int kevent_decode(sp_semantics sem, const sp_kernel_event *e, kevent *ev, kfail *f)
 {
     memset(ev, 0, sizeof *ev);
+    const char *kind = e->kind ? e->kind : "";
     static const struct {
         const char *name;
         kev_kind kind;
@@ -193,7 +201,7 @@ int kevent_decode(sp_semantics sem, const char *kind, const char *payload, size_
     ev->kind = kinds[i].kind;
     ev->kind_name = kinds[i].name;
     sp_error err = {0};
-    ev->payload = sp_json_parse_canonical(payload, len, &err);
+    ev->payload = payload_of(e, &err);
     if (!ev->payload) {
         int oom = strcmp(err.code, "runtime.out-of-memory") == 0;
         kfail_set(f, "invalid-input", "event.invalid", "payload: %s: %s", err.code, err.message);

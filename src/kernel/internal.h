@@ -73,8 +73,7 @@ typedef struct kevent {
 
 /* Check 4: kind known under the semantics (event.unknown-kind), payload
  * canonical and of the kind's type (event.invalid). */
-int kevent_decode(sp_semantics sem, const char *kind, const char *payload, size_t len,
-                  kevent *ev, kfail *f);
+int kevent_decode(sp_semantics sem, const sp_kernel_event *e, kevent *ev, kfail *f);
 void kevent_free(kevent *ev);
 
 /* ---- state (kernel.md §7.4) ---- */

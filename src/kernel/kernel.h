@@ -59,6 +59,8 @@ typedef struct sp_kernel_identity {
     const char *codec_version;
 } sp_kernel_identity;
 
+struct json_t;
+
 typedef struct sp_kernel_event {
     const char *event_id;
     uint64_t sequence;
@@ -66,6 +68,12 @@ typedef struct sp_kernel_event {
     const char *kind;
     const char *payload; /* canonical JSON bytes */
     size_t payload_len;
+    /* Optional: the value `payload` parses to, when the host parsed it
+     * already (a store verifying a result does): the kernel takes a
+     * reference to it instead of parsing the bytes again, and never changes
+     * it. It must be sp_json_parse_canonical's value of exactly these bytes;
+     * NULL: the kernel parses them. */
+    const struct json_t *payload_value;
 } sp_kernel_event;
 
 struct sp_workflow;
@@ -119,6 +127,9 @@ typedef struct sp_kernel_command {
      * a retry or cancel names only the invocation). */
     char invocation_id[SP_ID_LEN + 1];
     char *action_id;
+    /* The payload as the value its bytes encode (one reference, owned by
+     * the decision), so a host that reads the payload need not parse it. */
+    struct json_t *payload_value;
 } sp_kernel_command;
 
 typedef struct sp_kernel_diagnostic {

@@ -95,8 +95,7 @@ static json_t *present_state(const sp_kernel_request *req, sp_kernel_state *kept
 static int check_event_and_state(const sp_kernel_request *req, sp_kernel_state *kept,
                                  const sp_workflow *wf, kevent *ev, json_t **state, kfail *f)
 {
-    if (kevent_decode(wf->semantics, req->event.kind ? req->event.kind : "", req->event.payload,
-                      req->event.payload_len, ev, f))
+    if (kevent_decode(wf->semantics, &req->event, ev, f))
         return -1;
     if (req->event.sequence > SP_U63_MAX || req->event.accepted_at_ms > SP_U63_MAX)
         return kfail_set(f, "invalid-input", "event.invalid", "sequence or time above 2^63-1");
@@ -206,6 +205,7 @@ static void free_outputs(sp_kernel_command *cmds, size_t ncmds, sp_kernel_diagno
         free(cmds[i].activation_id);
         free(cmds[i].payload);
         free(cmds[i].action_id);
+        json_decref(cmds[i].payload_value);
     }
     for (size_t i = 0; i < ndiags; i++) {
         free(diags[i].node_id);

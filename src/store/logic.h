@@ -276,9 +276,10 @@ sp_store_rc lg_check_holder(const char *holder, sp_error *err);
 /* An attempt request's reference and request ID (conflict/request.invalid). */
 sp_store_rc lg_attempt_args(const sp_attempt_ref *ref, const char *request_id, sp_error *err);
 /* finish_attempt's predicates, in order: result size, evidence, shape, the
- * fenced lease. */
+ * fenced lease. When `parsed` is given and they hold, *parsed is the result
+ * body's value (the caller's reference). */
 sp_store_rc lg_finish_predicates(lg_mut *m, const sp_attempt_ref *ref, const sp_evidence *result,
-                                 sp_error *err);
+                                 json_t **parsed, sp_error *err);
 /* The attempt ended (`status`, `reason`, `result`) and its invocation settled. */
 sp_store_rc lg_attempt_ended(lg_mut *m, const sp_attempt_ref *ref, const char *status,
                              const char *reason, const char *result, sp_error *err);
@@ -326,6 +327,7 @@ typedef struct lg_event_rec {
     size_t len;
     const char *digest;
     uint64_t sequence, accepted_at_ms;
+    const json_t *value; /* the body's value when the request parsed it; may be NULL */
 } lg_event_rec;
 
 /* The next event's gapless sequence and its accepted time, max(now, the

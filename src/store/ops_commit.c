@@ -352,7 +352,9 @@ static const struct command_kind *kind_of(const char *kind)
 static command_in read_command(const sp_command_rec *c)
 {
     sp_error perr = {0};
-    command_in in = {sp_json_parse_canonical(c->payload, c->payload_len, &perr), NULL};
+    command_in in = {c->payload_value ? json_incref((json_t *)c->payload_value)
+                                      : sp_json_parse_canonical(c->payload, c->payload_len, &perr),
+                     NULL};
     sp_error_clear(&perr);
     const struct command_kind *k = kind_of(c->kind);
     if (in.payload && k && k->names)

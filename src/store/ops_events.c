@@ -55,7 +55,7 @@ sp_store_rc lg_append(lg_mut *m, const char *event_id, const char *kind, const c
                       sp_error *err)
 {
     lg_next_event(m, sequence, accepted);
-    lg_event_rec ev = {event_id, kind, body, len, digest, *sequence, *accepted};
+    lg_event_rec ev = {event_id, kind, body, len, digest, *sequence, *accepted, NULL};
     return lg_insert_event(m, &ev, 0, err);
 }
 

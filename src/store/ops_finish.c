@@ -137,7 +137,7 @@ static bool result_matches(const json_t *v, const sp_attempt_ref *ref)
 }
 
 static sp_store_rc check_result(const sp_attempt_ref *ref, const sp_evidence *result,
-                                sp_error *err)
+                                json_t **parsed, sp_error *err)
 {
     if (result->len > SP_STORE_EVENT_MAX)
         return lg_fail(err, SP_STORE_QUOTA, "event.too-large",
@@ -148,25 +148,34 @@ static sp_store_rc check_result(const sp_attempt_ref *ref, const sp_evidence *re
         rc = lg_fail(err, SP_STORE_CONFLICT, "result.invalid",
                      "the result is not a success, failure or unknown activity.result of %s",
                      ref->attempt_id);
-    json_decref(v);
+    if (rc == SP_STORE_OK && parsed)
+        *parsed = v;
+    else
+        json_decref(v);
     return rc;
 }
 
 sp_store_rc lg_finish_predicates(lg_mut *m, const sp_attempt_ref *ref, const sp_evidence *result,
-                                 sp_error *err)
+                                 json_t **parsed, sp_error *err)
 {
-    sp_store_rc rc = check_result(ref, result, err);
+    if (parsed)
+        *parsed = NULL;
+    sp_store_rc rc = check_result(ref, result, parsed, err);
     sp_db_rows rows = {0};
     if (rc == SP_STORE_OK)
         rc = lg_check_lease(m, ref, &rows, err);
     sp_db_rows_free(&rows);
+    if (rc != SP_STORE_OK && parsed) {
+        json_decref(*parsed);
+        *parsed = NULL;
+    }
     return rc;
 }
 
 static sp_store_rc finish_apply(lg_mut *m, const void *r, sp_error *err)
 {
     const sp_finish_req *req = r;
-    sp_store_rc rc = lg_finish_predicates(m, &req->attempt, &req->result, err);
+    sp_store_rc rc = lg_finish_predicates(m, &req->attempt, &req->result, NULL, err);
     if (rc)
         return rc;
     return end_attempt(m, &req->attempt, "finished", NULL, req->result.body, req->result.body,

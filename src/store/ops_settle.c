@@ -49,6 +49,7 @@ static void turn_of(const lg_mut *m, const lg_event_rec *ev, sp_turn *t)
     t->event.body_len = ev->len;
     snprintf(t->event.body_digest, sizeof t->event.body_digest, "%s", ev->digest);
     t->event.accepted_at_ms = ev->accepted_at_ms;
+    t->event.body_value = ev->value;
     t->next_sequence = ev->sequence + 1;
 }
 
@@ -147,15 +148,18 @@ static bool turn_due(const lg_mut *m, const sp_settle_req *req, const lg_event_r
 static sp_store_rc settle_apply(lg_mut *m, const void *r, sp_error *err)
 {
     const sp_settle_req *req = r;
-    sp_store_rc rc = lg_finish_predicates(m, &req->attempt, &req->result, err);
+    json_t *body = NULL; /* parsed once: the decider's kernel reads this value */
+    sp_store_rc rc = lg_finish_predicates(m, &req->attempt, &req->result, &body, err);
     if (rc == SP_STORE_OK)
         rc = lg_attempt_ended(m, &req->attempt, "finished", NULL, req->result.body, err);
-    if (rc)
+    if (rc) {
+        json_decref(body);
         return rc;
+    }
     char event_id[LG_EVENT_ID_MAX];
     lg_result_event_id(&req->attempt, event_id);
     lg_event_rec ev = {event_id, "activity.result", req->result.body, req->result.len,
-                       req->result.digest, 0, 0};
+                       req->result.digest, 0, 0, body};
     lg_next_event(m, &ev.sequence, &ev.accepted_at_ms);
     json_t *claims = json_array();
     uint64_t revision = 0;
@@ -171,6 +175,7 @@ static sp_store_rc settle_apply(lg_mut *m, const void *r, sp_error *err)
         claims = NULL;
     }
     json_decref(claims);
+    json_decref(body);
     return rc;
 }
 

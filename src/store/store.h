@@ -157,6 +157,9 @@ typedef struct sp_event {
     bool consumed;
     uint64_t consumed_revision;
     char *diagnostics; /* canonical JSON array of the consuming commit, NULL if pending */
+    /* In a decider's turn only: the value `body` parses to, when the store
+     * parsed it already (borrowed for the call; NULL otherwise). */
+    const struct json_t *body_value;
 } sp_event;
 
 void sp_event_free(sp_event *e);
@@ -181,6 +184,10 @@ typedef struct sp_command_rec {
     const char *kind; /* activity.schedule | activity.retry */
     const char *payload;
     size_t payload_len;
+    /* Optional: the value `payload` encodes, when the caller has it (a
+     * decision of the engine's kernel): the store reads it instead of
+     * parsing the bytes. NULL: the bytes are parsed and must be canonical. */
+    const struct json_t *payload_value;
 } sp_command_rec;
 
 typedef struct sp_diagnostic_rec {

@@ -45,7 +45,7 @@ static int feed(gr_history *h, const json_t *e, sp_error *err)
         return -1;
     sp_kernel_event ke = {json_string_value(json_object_get(e, "id")), ui_decimal(e, "sequence"),
                           ui_decimal(e, "acceptedAtMs"),
-                          json_string_value(json_object_get(e, "kind")), payload, len};
+                          json_string_value(json_object_get(e, "kind")), payload, len, NULL};
     gr_history_feed(h, &ke);
     free(payload);
     return 0;

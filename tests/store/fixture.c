@@ -166,7 +166,7 @@ static bool build_request(fx_decision *out)
     for (size_t i = 0; i < d->ncommands; i++)
         out->commands[i] = (sp_command_rec){d->commands[i].command_id, d->commands[i].activation_id,
                                             d->commands[i].kind, d->commands[i].payload,
-                                            d->commands[i].payload_len};
+                                            d->commands[i].payload_len, NULL};
     for (size_t i = 0; i < d->ndiagnostics; i++)
         out->diagnostics[i] =
             (sp_diagnostic_rec){d->diagnostics[i].code, d->diagnostics[i].node_id,

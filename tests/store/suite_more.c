@@ -187,7 +187,7 @@ static void s08_refused(store_env *e, const fx_decision *d, sp_command_rec secon
 
 static sp_command_rec command(const char *id, const char *kind, const char *payload)
 {
-    return (sp_command_rec){id, "work/1", kind, payload, strlen(payload)};
+    return (sp_command_rec){id, "work/1", kind, payload, strlen(payload), NULL};
 }
 
 static void s08_first_commit(store_env *e, const fx_decision *d)

@@ -115,7 +115,7 @@ static sp_command_rec schedule(const char *command_id, const char *inv, const ch
              "\"effectKey\":\"ek-%s\",\"input\":{\"job\":\"x\"},\"invocationId\":\"%s\","
              "\"nodeId\":\"work\",\"notBeforeMs\":\"%s\"}",
              inv, inv, inv, not_before);
-    return (sp_command_rec){command_id, "extra", "activity.schedule", p, strlen(p)};
+    return (sp_command_rec){command_id, "extra", "activity.schedule", p, strlen(p), NULL};
 }
 
 /* A wanted invocation that is due is claimed in the request; one not due

@@ -17,7 +17,7 @@
 
 static sp_command_rec command(const char *id, const char *kind, const char *payload)
 {
-    return (sp_command_rec){id, "wait/1", kind, payload, strlen(payload)};
+    return (sp_command_rec){id, "wait/1", kind, payload, strlen(payload), NULL};
 }
 
 /* Append a signal and commit its turn with `cmds` instead of the kernel's

@@ -54,7 +54,7 @@ static void send(run *r, const char *kind, json_t *payload)
     char id[32];
     r->seq++;
     snprintf(id, sizeof id, "evt-%llu", (unsigned long long)r->seq);
-    sp_kernel_event e = {id, r->seq, 1000 + r->seq, kind, body, len};
+    sp_kernel_event e = {id, r->seq, 1000 + r->seq, kind, body, len, NULL};
     sp_kernel_request req = {
         .identity = {r->wf->package_digest, "test", SP_SEMANTICS_VERSION_02, SP_CODEC_VERSION},
         .graph = r->wf->canonical,

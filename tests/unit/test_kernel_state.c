@@ -483,7 +483,7 @@ static size_t drive(const char *what, const char *graph, size_t graph_len, size_
         bool shuffle = turns == 100 && !v.shuffled;
         uint64_t seq = shuffle ? v.seq + 3 : v.seq + 1;
         v.shuffled |= shuffle;
-        sp_kernel_event ev = {event_id, seq, v.at, kind, pbytes, plen};
+        sp_kernel_event ev = {event_id, seq, v.at, kind, pbytes, plen, NULL};
         sp_kernel_decision dp, dk;
         sp_kernel_failure fp, fk;
         int rcp = host_turn(&plain, &ev, &dp, &fp);
