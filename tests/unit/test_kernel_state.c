@@ -14,7 +14,10 @@
  * resolved by hand, an out-of-order event the kernel refuses, events after
  * the end) and a one-node self-loop up to its visit limit, each driven by
  * two hosts in lockstep: one passes the snapshot bytes only, the other keeps
- * the decoded state keyed by its digest, as the engine does.
+ * the decoded state keyed by its digest, as the engine does, and hands the
+ * kernel each event's payload already parsed (sp_kernel_event.payload_value,
+ * as the store does with a result it verified). Every command's value
+ * (sp_kernel_command.payload_value) must encode to its payload bytes.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -452,6 +455,23 @@ static json_t *next_event(run_view *v, const char **kind)
                      "pair", k, (int)v->attempt);
 }
 
+/* Each command's value is what its payload bytes encode (kernel.h). */
+static void check_command_values(const sp_kernel_decision *d)
+{
+    for (size_t i = 0; i < d->ncommands; i++) {
+        const sp_kernel_command *c = &d->commands[i];
+        CHECK(c->payload_value != NULL);
+        if (!c->payload_value)
+            continue;
+        size_t len = 0;
+        sp_error err = {0};
+        char *bytes = sp_json_encode_alloc(c->payload_value, &len, &err);
+        CHECK(bytes && len == c->payload_len && memcmp(bytes, c->payload, len) == 0);
+        free(bytes);
+        sp_error_clear(&err);
+    }
+}
+
 /* Drive one run through two hosts in lockstep until it ended and one more
  * event was ignored; every result compared. Returns the number of turns. */
 static size_t drive(const char *what, const char *graph, size_t graph_len, size_t max_turns,
@@ -486,8 +506,17 @@ static size_t drive(const char *what, const char *graph, size_t graph_len, size_
         sp_kernel_event ev = {event_id, seq, v.at, kind, pbytes, plen, NULL};
         sp_kernel_decision dp, dk;
         sp_kernel_failure fp, fk;
+        sp_kernel_event parsed = ev; /* the kept host's event comes parsed */
+        sp_error perr = {0};
+        json_t *value = sp_json_parse_canonical(pbytes, plen, &perr);
+        CHECK(value != NULL);
+        parsed.payload_value = value;
         int rcp = host_turn(&plain, &ev, &dp, &fp);
-        int rck = host_turn(&kept, &ev, &dk, &fk);
+        int rck = host_turn(&kept, &parsed, &dk, &fk);
+        json_decref(value);
+        sp_error_clear(&perr);
+        if (rck == SP_KERNEL_DECISION)
+            check_command_values(&dk);
         size_t len;
         char *data = record(rcp, &dp, &fp, &len);
         records_add(&rp, data, len);
