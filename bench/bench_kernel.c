@@ -347,7 +347,7 @@ static void shape_run(shape *sh, bool keep, bench_samples *out)
             .state = kept,
             .want_state = keep,
             .event = {"e", i + 1, 1000 + i, i == 0 ? "run.started" : "activity.result",
-                      sh->events[i], sh->event_len[i]},
+                      sh->events[i], sh->event_len[i], NULL},
             .limits = SP_KERNEL_DEFAULT_LIMITS,
         };
         kept = NULL;

@@ -103,7 +103,7 @@ static int dry_run(const json_t *doc, const sp_validated *v, const json_t *input
                      SP_CODEC_VERSION},
         .graph = v->package,
         .graph_len = v->package_len,
-        .event = {"start", 1, 0, "run.started", bytes, len},
+        .event = {"start", 1, 0, "run.started", bytes, len, NULL},
         .limits = sp_kernel_default_limits(semantics),
     };
     sp_kernel_decision d;

@@ -574,7 +574,7 @@ bool sp_trace_replay_with(const sp_trace *t, const sp_trace_options *opts, sp_tr
             .state = given,
             .want_state = opts->keep_state,
             .event = {s->event_id, s->sequence, s->accepted_at_ms, s->kind, s->payload.data,
-                      s->payload.len},
+                      s->payload.len, NULL},
             .limits = t->limits,
         };
         if (given)

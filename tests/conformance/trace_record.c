@@ -131,7 +131,7 @@ int main(int argc, char **argv)
             .event = {json_string_value(json_object_get(ev, "eventId")),
                       strtoull(json_string_value(json_object_get(ev, "sequence")), NULL, 10),
                       strtoull(json_string_value(json_object_get(ev, "acceptedAtMs")), NULL, 10),
-                      json_string_value(json_object_get(ev, "kind")), payload, plen},
+                      json_string_value(json_object_get(ev, "kind")), payload, plen, NULL},
             .limits = limits,
         };
         sp_kernel_decision d;

@@ -145,7 +145,7 @@ static bool transition(fx_decision *out)
         .snapshot = t->snapshot,
         .snapshot_len = t->snapshot_len,
         .event = {t->event.event_id, t->event.sequence, t->event.accepted_at_ms, t->event.kind,
-                  t->event.body, t->event.body_len},
+                  t->event.body, t->event.body_len, NULL},
         .limits = SP_KERNEL_DEFAULT_LIMITS,
     };
     sp_kernel_failure fail;

@@ -262,7 +262,7 @@ static int send_raw(run *r, const char *event_id, uint64_t seq, const char *kind
         .graph_len = r->graph_len,
         .snapshot = snapshot,
         .snapshot_len = snapshot_len,
-        .event = {event_id, seq, at_ms, kind, payload, payload_len},
+        .event = {event_id, seq, at_ms, kind, payload, payload_len, NULL},
         .limits = r->limits,
     };
     r->rc = sp_kernel_transition(&req, &r->d, &r->f);
@@ -644,7 +644,7 @@ static void test_k1_replay(void)
             .loaded_graph = wf,
             .snapshot = s.snap,
             .snapshot_len = s.snap_len,
-            .event = {e->event_id, e->sequence, e->at, e->kind, e->payload, e->payload_len},
+            .event = {e->event_id, e->sequence, e->at, e->kind, e->payload, e->payload_len, NULL},
             .limits = SP_KERNEL_DEFAULT_LIMITS,
         };
         sp_kernel_decision d1, d2;

@@ -163,7 +163,7 @@ static sp_kernel_request request(const run *r, const event *e, const char *snaps
         .graph_len = r->graph_len,
         .snapshot = snapshot,
         .snapshot_len = len,
-        .event = {e->id, e->seq, e->at, e->kind, e->payload, e->len},
+        .event = {e->id, e->seq, e->at, e->kind, e->payload, e->len, NULL},
         .limits = SP_KERNEL_DEFAULT_LIMITS_02,
     };
     return req;
@@ -623,7 +623,7 @@ static int transition_code(const char *workflow, const char *semantics, char *co
         .identity = {"p", "k", semantics, SP_CODEC_VERSION},
         .graph = graph,
         .graph_len = glen,
-        .event = {"start", 1, 1, "run.started", payload, strlen(payload)},
+        .event = {"start", 1, 1, "run.started", payload, strlen(payload), NULL},
         .limits = sp_kernel_default_limits(semantics),
     };
     sp_kernel_decision d;

@@ -619,7 +619,7 @@ static sp_kernel_request small_req(const small *s, bool start)
         .graph_len = s->graph_len,
         .event = {start ? "start" : "r1", start ? 1 : 2, 1000,
                   start ? "run.started" : "activity.result", start ? s->start : s->result,
-                  start ? s->start_len : s->result_len},
+                  start ? s->start_len : s->result_len, NULL},
         .limits = SP_KERNEL_DEFAULT_LIMITS,
     };
     return req;
