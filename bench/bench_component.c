@@ -4,11 +4,13 @@
  * bare fork/exec of /bin/true measured in the same run, so the printed
  * ratio survives a change of machine.
  *
- * usage: bench_component <spore binary> <runners dir> [--calls N]
+ * usage: bench_component <spore-wasm-jail or spore binary> <runners dir> [--calls N]
+ *        (the jail binary the calls run: what spore runs is spore-wasm-jail,
+ *        beside it; `spore __wasm-jail` is the fallback it replaced)
  *
  * Three measurements, each --calls times (default 200), median and p95:
  *   fork/exec   fork, execve /bin/true, waitpid (the floor of any process);
- *   instantiate `spore __wasm-jail`: a fresh child, the module loaded under
+ *   instantiate the jail binary: a fresh child, the module loaded under
  *               the seccomp filter and instantiated, no call;
  *   start       the same plus spore_alloc, the request copied in and
  *               spore_start answering {"handle": ...} (hold.wasm, no
@@ -79,7 +81,8 @@ static char *read_all(const char *path, size_t *len)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_component <spore binary> <runners dir> [--calls N]\n");
+        fprintf(stderr, "usage: bench_component <spore-wasm-jail or spore binary> <runners dir>"
+                        " [--calls N]\n");
         return 2;
     }
     int calls = 200;

@@ -42,7 +42,8 @@ for bin in "$build"/bench/bench_*; do
       args=(--steps "${SPORE_BENCH_STEPS:-200}")
       ;;
     # ---- end PostgreSQL ----
-    bench_component) args=("$build/spore" "$build/runners") ;; # runners.md: one runner call
+    # runners.md: one runner call, in the jail program spore runs its calls in
+    bench_component) args=("$build/spore-wasm-jail" "$build/runners") ;;
     bench_compare) continue ;; # minutes, with peers: make bench-compare (scripts/bench-compare.sh)
     *) args=() ;;
   esac

@@ -39,22 +39,35 @@ static atomic_bool USE_SELF;
 
 void sp_jail_use_self(void) { atomic_store(&USE_SELF, true); }
 
-bool sp_jail_binary(char *out, size_t n)
+/* `name` in the directory of `exe` (a path), in out. */
+static bool beside(const char *exe, const char *name, char *out, size_t n)
 {
+    const char *slash = strrchr(exe, '/');
+    if (!slash)
+        return false;
+    int dir = (int)(slash - exe);
+    return (size_t)snprintf(out, n, "%.*s/%s", dir, exe, name) < n && access(out, X_OK) == 0;
+}
+
+bool sp_jail_binary(char *out, size_t n, bool *program)
+{
+    *program = false;
     const char *env = getenv("SPORE_JAIL_BIN");
-    if (env && env[0])
+    if (env && env[0]) {
+        const char *base = strrchr(env, '/');
+        *program = strcmp(base ? base + 1 : env, SP_JAIL_PROGRAM) == 0;
         return (size_t)snprintf(out, n, "%s", env) < n && access(out, X_OK) == 0;
-    ssize_t len = readlink("/proc/self/exe", out, n - 1);
+    }
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len <= 0)
         return false;
-    out[len] = '\0';
+    exe[len] = '\0';
+    if (beside(exe, SP_JAIL_PROGRAM, out, n))
+        return *program = true;
     if (atomic_load(&USE_SELF))
-        return true;
-    char *slash = strrchr(out, '/');
-    if (!slash || (size_t)(slash - out) + sizeof "/spore" > n)
-        return false;
-    strcpy(slash, "/spore");
-    return access(out, X_OK) == 0;
+        return (size_t)snprintf(out, n, "%s", exe) < n;
+    return beside(exe, "spore", out, n);
 }
 
 void sp_jail_result_free(sp_jail_result *res)
@@ -64,11 +77,13 @@ void sp_jail_result_free(sp_jail_result *res)
     res->response_len = 0;
 }
 
-/* In the forked child: async-signal-safe only. */
-_Noreturn static void child_exec(int sock, const char *exe, pid_t parent)
+/* In the forked child: async-signal-safe only. The jail program gets the
+ * protocol revision too; spore takes exactly its subcommand. */
+_Noreturn static void child_exec(int sock, const char *exe, bool program, pid_t parent)
 {
-    static char arg0[] = "spore", arg1[] = SP_JAIL_SUBCOMMAND;
-    char *argv[] = {arg0, arg1, NULL};
+    static char spore[] = "spore", jail[] = SP_JAIL_PROGRAM, sub[] = SP_JAIL_SUBCOMMAND,
+                revision[] = SP_JAIL_PROTOCOL;
+    char *argv[] = {program ? jail : spore, sub, program ? revision : NULL, NULL};
     char *envp[] = {NULL};
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
         _exit(127);
@@ -282,8 +297,9 @@ void sp_jail_run(const sp_jail_call *call, const sp_jail_host *host, sp_jail_res
     j.start_ms = sp_mono_ms();
     j.deadline_ms = j.start_ms + (call->timeout_ms ? call->timeout_ms : 60000);
     char exe[4096];
+    bool program;
     int sv[2];
-    if (!sp_jail_binary(exe, sizeof exe)) {
+    if (!sp_jail_binary(exe, sizeof exe, &program)) {
         res->end = SP_JAIL_SPAWN_FAILED;
         snprintf(res->message, sizeof res->message,
                  "no spore binary to run the jail (set SPORE_JAIL_BIN)");
@@ -298,7 +314,7 @@ void sp_jail_run(const sp_jail_call *call, const sp_jail_host *host, sp_jail_res
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(sv[1], exe, parent);
+        child_exec(sv[1], exe, program, parent);
     int e = errno;
     close(sv[1]);
     if (pid < 0) {

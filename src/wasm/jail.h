@@ -27,6 +27,12 @@
 
 #define SP_JAIL_FD 3
 #define SP_JAIL_SUBCOMMAND "__wasm-jail"
+/* The jail program beside spore (src/wasm/jail_main.c) and the revision of
+ * the frames it speaks (protocol.h): the worker passes the revision as the
+ * program's second argument, and a program of another revision refuses the
+ * call with a load error instead of misreading it. Change it with the frames. */
+#define SP_JAIL_PROGRAM "spore-wasm-jail"
+#define SP_JAIL_PROTOCOL "1"
 
 typedef struct sp_jail_host {
     void *ctx;
@@ -76,11 +82,13 @@ typedef struct sp_jail_result {
     uint64_t elapsed_ms;
 } sp_jail_result;
 
-/* The binary the jail runs: $SPORE_JAIL_BIN when set; else this very
- * process when it is the spore executable (sp_jail_use_self, called by its
- * main); else a `spore` beside this process's executable (embedders).
- * False when there is none. */
-bool sp_jail_binary(char *out, size_t n);
+/* The binary the jail runs: $SPORE_JAIL_BIN when set (a spore binary, run
+ * as `spore __wasm-jail`, or a file named SP_JAIL_PROGRAM); else the jail program SP_JAIL_PROGRAM beside
+ * this process's executable; else this very process when it is the spore
+ * executable (sp_jail_use_self, called by its main); else a `spore` beside
+ * this process's executable (embedders). *program tells whether it is the
+ * jail program. False when there is none. */
+bool sp_jail_binary(char *out, size_t n, bool *program);
 void sp_jail_use_self(void);
 
 /* Run one call. Always fills `res` (free with sp_jail_result_free). */

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# test_component_jail_program.sh - the jail program (runners.md §4): a
+# component step's call runs in spore-wasm-jail, found beside the spore
+# binary, not in `spore __wasm-jail`:
+#   1. run by hand (no worker, wrong arguments) it refuses, says what to do
+#      and exits 2;
+#   2. a spore whose directory holds a spore-wasm-jail runs its calls through
+#      it, with the arguments __wasm-jail and the frame revision, and the run
+#      completes with the runner's answer;
+#   3. a spore-wasm-jail of another frame revision (here: the real program
+#      called with a revision it does not speak) answers with a load error
+#      that names both revisions and the remedy: `spore run` refuses the
+#      workflow (component.invalid-module) and starts nothing;
+#   4. without a spore-wasm-jail beside it, spore serves the calls itself.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+source "$root/tests/cli/component.sh"
+jail="$(dirname "$spore")/spore-wasm-jail"
+[ -x "$jail" ] || { fail "spore-wasm-jail is not built beside $spore"; finish; }
+
+# ---- 1. by hand ----
+checks=$((checks + 1))
+set +e
+"$jail" >"$tmp/hand.out" 2>"$tmp/hand.err" 3>&-
+hand_rc=$?
+set -e
+[ "$hand_rc" -eq 2 ] || fail "spore-wasm-jail by hand: exit $hand_rc, want 2"
+grep -q 'install spore and spore-wasm-jail from the same build' "$tmp/hand.err" ||
+  fail "spore-wasm-jail by hand says: $(cat "$tmp/hand.err")"
+
+# a spore in a folder of its own, with a spore-wasm-jail that logs its
+# arguments and hands over to the real program (its environment is empty:
+# absolute paths only)
+mkdir -p "$tmp/bin"
+cp "$spore" "$tmp/bin/spore"
+spore_real=$spore
+spore="$tmp/bin/spore"
+# wrapper <revision argument ("" = the one given)>
+wrapper() {
+  cat >"$tmp/bin/spore-wasm-jail" <<SH
+#!/bin/sh
+echo "\$*" >> "$tmp/jail.args"
+if [ -n "$1" ]; then exec "$jail" "\$1" "$1"; fi
+exec "$jail" "\$@"
+SH
+  chmod +x "$tmp/bin/spore-wasm-jail"
+}
+cwf "$wfdir/ok.json" generic.wasm '{"config": {"calls": []}}'
+
+# ---- 2. the calls go through the program ----
+wrapper ""
+sp run "$wfdir/ok.json" --db "$db" --json
+expect_rc 0 "a component step through spore-wasm-jail"
+expect_json '.status == "completed"' "the run completes"
+checks=$((checks + 1))
+[ -s "$tmp/jail.args" ] || fail "the worker did not start spore-wasm-jail"
+checks=$((checks + 1))
+[ "$(sort -u "$tmp/jail.args")" = "__wasm-jail 1" ] ||
+  fail "spore-wasm-jail's arguments: $(sort -u "$tmp/jail.args" | tr '\n' '|')"
+
+# ---- 3. another revision is refused, saying why: the workflow's check at
+#         start (the module described in the jail) fails, nothing runs ----
+wrapper "0"
+: >"$tmp/jail.args"
+sp run "$wfdir/ok.json" --db "$db" --json
+expect_rc 2 "a spore-wasm-jail of another revision"
+expect_json '.error.code == "component.invalid-module" and
+    (.error.details.problem | test("speaks jail protocol 1, the worker asked for 0: install spore and spore-wasm-jail from the same build"))' \
+  "the refusal names the revisions and the remedy"
+checks=$((checks + 1))
+[ "$(wc -l <"$tmp/jail.args")" -eq 1 ] || fail "the refused call ran $(wc -l <"$tmp/jail.args") times"
+
+# ---- 4. no program beside spore: spore serves its own calls ----
+rm "$tmp/bin/spore-wasm-jail"
+sp run "$wfdir/ok.json" --db "$db" --json
+expect_rc 0 "a component step without spore-wasm-jail"
+expect_json '.status == "completed"' "the run completes through spore __wasm-jail"
+spore=$spore_real
+finish
