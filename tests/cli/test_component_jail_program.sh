@@ -11,7 +11,10 @@
 #      called with a revision it does not speak) answers with a load error
 #      that names both revisions and the remedy: `spore run` refuses the
 #      workflow (component.invalid-module) and starts nothing;
-#   4. without a spore-wasm-jail beside it, spore serves the calls itself.
+#   4. without a spore-wasm-jail beside it, spore serves the calls itself;
+#   5. the worker SIGKILLed mid-call (an endless loop under a 20 s
+#      callTimeoutMs): its jail process is gone within 2 s, never left to
+#      run on as an orphan.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 source "$root/tests/cli/component.sh"
@@ -76,4 +79,26 @@ sp run "$wfdir/ok.json" --db "$db" --json
 expect_rc 0 "a component step without spore-wasm-jail"
 expect_json '.status == "completed"' "the run completes through spore __wasm-jail"
 spore=$spore_real
+
+# ---- 5. the worker dies mid-call: the jail dies with it ----
+# jail_of <pid>: the PIDs of the jail processes whose parent is <pid>
+jail_of() { ps -eo pid=,ppid=,args= | awk -v p="$1" '$2 == p && /__wasm-jail/ {print $1}'; }
+cwf "$wfdir/loop.json" loop.wasm '{"callTimeoutMs": "20000"}'
+start_bg loop run "$wfdir/loop.json" --db "$db"
+has_jail() { [ -n "$(jail_of "$1")" ]; }
+wait_for 10 has_jail "$bg_pid" || true
+jail_pid=$(jail_of "$bg_pid")
+checks=$((checks + 1))
+if [ -z "$jail_pid" ]; then
+  fail "no jail process under the worker ($bg_pid)"
+else
+  checks=$((checks + 1))
+  [ "$(ps -o comm= -p "$jail_pid")" = spore-wasm-jail ] ||
+    fail "the jail process is $(ps -o comm= -p "$jail_pid"), want spore-wasm-jail"
+  kill -KILL "$bg_pid"
+  checks=$((checks + 1))
+  wait_for 2 bash -c "! kill -0 $jail_pid 2>/dev/null" ||
+    fail "the jail process $jail_pid outlived its worker by 2 s"
+  kill -KILL "$jail_pid" 2>/dev/null || true
+fi
 finish
