@@ -2,6 +2,13 @@
  * jail.c - the worker side of a jailed runner call (see jail.h): spawn,
  * feed, serve imports, enforce the deadline and the stop, reap.
  *
+ * The jail program (SP_JAIL_PROGRAM) is started with posix_spawn, which
+ * shares no pages with the worker (a fork write-protects every page the
+ * worker holds, and the worker then faults on each it writes while the
+ * child lives); the program sets its own death signal after its execve,
+ * against the worker's PID it is given (jail_main.c). `spore __wasm-jail`,
+ * the fallback, is forked and sets it before its execve.
+ *
  * Must never: leak a descriptor into the child (it gets fd 3 and nothing
  * else), call anything but async-signal-safe functions between fork and
  * exec (workers are multithreaded), or return before the child is reaped.
@@ -13,6 +20,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,13 +85,53 @@ void sp_jail_result_free(sp_jail_result *res)
     res->response_len = 0;
 }
 
-/* In the forked child: async-signal-safe only. The jail program gets the
- * protocol revision too; spore takes exactly its subcommand. */
-_Noreturn static void child_exec(int sock, const char *exe, bool program, pid_t parent)
+/* The jail program: fd 3 its only descriptor, every signal at its default
+ * and unblocked, no environment; its arguments are the subcommand, the
+ * frame revision and the worker's PID (jail_main.c). 0, or an errno. */
+static int spawn_program(int sock, const char *exe, pid_t parent, pid_t *pid)
 {
-    static char spore[] = "spore", jail[] = SP_JAIL_PROGRAM, sub[] = SP_JAIL_SUBCOMMAND,
+    static char jail[] = SP_JAIL_PROGRAM, sub[] = SP_JAIL_SUBCOMMAND,
                 revision[] = SP_JAIL_PROTOCOL;
-    char *argv[] = {program ? jail : spore, sub, program ? revision : NULL, NULL};
+    char worker[24];
+    snprintf(worker, sizeof worker, "%ld", (long)parent);
+    char *argv[] = {jail, sub, revision, worker, NULL};
+    char *envp[] = {NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    if (posix_spawn_file_actions_init(&fa))
+        return ENOMEM;
+    if (posix_spawnattr_init(&at)) {
+        posix_spawn_file_actions_destroy(&fa);
+        return ENOMEM;
+    }
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    /* dup2 onto itself clears the descriptor's close-on-exec in the child */
+    int rc = posix_spawn_file_actions_adddup2(&fa, sock, SP_JAIL_FD);
+    for (int fd = 0; fd < SP_JAIL_FD && !rc; fd++)
+        rc = posix_spawn_file_actions_addclose(&fa, fd);
+    if (!rc)
+        rc = posix_spawn_file_actions_addclosefrom_np(&fa, SP_JAIL_FD + 1);
+    if (!rc)
+        rc = posix_spawnattr_setsigmask(&at, &none);
+    if (!rc)
+        rc = posix_spawnattr_setsigdefault(&at, &all);
+    if (!rc)
+        rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (!rc)
+        rc = posix_spawn(pid, exe, &fa, &at, argv, envp);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+/* In the forked child: async-signal-safe only (spore: exactly its
+ * subcommand). */
+_Noreturn static void child_exec(int sock, const char *exe, pid_t parent)
+{
+    static char spore[] = "spore", sub[] = SP_JAIL_SUBCOMMAND;
+    char *argv[] = {spore, sub, NULL};
     char *envp[] = {NULL};
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
         _exit(127);
@@ -312,10 +360,16 @@ void sp_jail_run(const sp_jail_call *call, const sp_jail_host *host, sp_jail_res
         return;
     }
     pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0)
-        child_exec(sv[1], exe, program, parent);
-    int e = errno;
+    pid_t pid = -1;
+    int e = 0;
+    if (program) {
+        e = spawn_program(sv[1], exe, parent, &pid);
+    } else {
+        pid = fork();
+        if (pid == 0)
+            child_exec(sv[1], exe, parent);
+        e = errno;
+    }
     close(sv[1]);
     if (pid < 0) {
         close(sv[0]);

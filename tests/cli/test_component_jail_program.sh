@@ -5,8 +5,8 @@
 #   1. run by hand (no worker, wrong arguments) it refuses, says what to do
 #      and exits 2;
 #   2. a spore whose directory holds a spore-wasm-jail runs its calls through
-#      it, with the arguments __wasm-jail and the frame revision, and the run
-#      completes with the runner's answer;
+#      it, with the arguments __wasm-jail, the frame revision and the worker's
+#      PID, and the run completes with the runner's answer;
 #   3. a spore-wasm-jail of another frame revision (here: the real program
 #      called with a revision it does not speak) answers with a load error
 #      that names both revisions and the remedy: `spore run` refuses the
@@ -43,7 +43,7 @@ wrapper() {
   cat >"$tmp/bin/spore-wasm-jail" <<SH
 #!/bin/sh
 echo "\$*" >> "$tmp/jail.args"
-if [ -n "$1" ]; then exec "$jail" "\$1" "$1"; fi
+if [ -n "$1" ]; then exec "$jail" "\$1" "$1" "\$3"; fi
 exec "$jail" "\$@"
 SH
   chmod +x "$tmp/bin/spore-wasm-jail"
@@ -58,7 +58,7 @@ expect_json '.status == "completed"' "the run completes"
 checks=$((checks + 1))
 [ -s "$tmp/jail.args" ] || fail "the worker did not start spore-wasm-jail"
 checks=$((checks + 1))
-[ "$(sort -u "$tmp/jail.args")" = "__wasm-jail 1" ] ||
+grep -Evq '^__wasm-jail 1 [0-9]+$' "$tmp/jail.args" &&
   fail "spore-wasm-jail's arguments: $(sort -u "$tmp/jail.args" | tr '\n' '|')"
 
 # ---- 3. another revision is refused, saying why: the workflow's check at
