@@ -33,6 +33,8 @@
  * call with a load error instead of misreading it. Change it with the frames. */
 #define SP_JAIL_PROGRAM "spore-wasm-jail"
 #define SP_JAIL_PROTOCOL "1"
+/* The jail program's whole environment (jail.c, spawn_program). */
+#define SP_JAIL_ENVIRONMENT "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
 
 typedef struct sp_jail_host {
     void *ctx;

@@ -13,7 +13,8 @@
 #      workflow (component.invalid-module) and starts nothing;
 #   4. without a spore-wasm-jail beside it, spore serves the calls itself;
 #   5. the worker SIGKILLed mid-call (an endless loop under a 20 s
-#      callTimeoutMs): its jail process is gone within 2 s, never left to
+#      callTimeoutMs): its jail process - whose whole environment is the one
+#      glibc tunable the worker gives it - is gone within 2 s, never left to
 #      run on as an orphan.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
@@ -95,6 +96,10 @@ else
   checks=$((checks + 1))
   [ "$(ps -o comm= -p "$jail_pid")" = spore-wasm-jail ] ||
     fail "the jail process is $(ps -o comm= -p "$jail_pid"), want spore-wasm-jail"
+  checks=$((checks + 1))
+  jail_env=$(tr '\0' '\n' <"/proc/$jail_pid/environ")
+  [ "$jail_env" = "GLIBC_TUNABLES=glibc.malloc.hugetlb=1" ] ||
+    fail "the jail's environment: $(tr '\n' ' ' <<<"$jail_env")"
   kill -KILL "$bg_pid"
   checks=$((checks + 1))
   wait_for 2 bash -c "! kill -0 $jail_pid 2>/dev/null" ||
