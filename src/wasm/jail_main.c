@@ -48,11 +48,17 @@ int main(int argc, char **argv)
         return sp_jail_child_main();
     }
     char text[256];
-    int len = snprintf(text, sizeof text,
-                       SP_JAIL_PROGRAM " speaks jail protocol " SP_JAIL_PROTOCOL
-                                       ", the worker asked for %s: install spore and "
-                                       SP_JAIL_PROGRAM " from the same build",
-                       argc >= 3 ? argv[2] : "none");
+    bool other = argc >= 3 && strcmp(argv[2], SP_JAIL_PROTOCOL) != 0;
+    int len = other ? snprintf(text, sizeof text,
+                               SP_JAIL_PROGRAM " speaks jail protocol " SP_JAIL_PROTOCOL
+                                               ", the worker asked for %s: install spore and "
+                               SP_JAIL_PROGRAM " from the same build",
+                               argv[2])
+                    : snprintf(text, sizeof text,
+                               SP_JAIL_PROGRAM " takes the arguments " SP_JAIL_SUBCOMMAND
+                                               " " SP_JAIL_PROTOCOL
+                                               " <worker PID> from its worker: install spore and "
+                               SP_JAIL_PROGRAM " from the same build");
     /* to the worker as the call's answer when it is one (fd 3), once its two
      * frames are read (a socket closed with unread data resets the peer's
      * reads), and to a person who ran it by hand */
