@@ -112,7 +112,8 @@ static int spawn_program(int sock, const char *exe, pid_t parent, pid_t *pid)
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
-    /* dup2 onto itself clears the descriptor's close-on-exec in the child */
+    /* the socket becomes fd 3 without close-on-exec (when it is fd 3
+     * already, glibc's dup2 onto itself clears the flag in the child) */
     int rc = posix_spawn_file_actions_adddup2(&fa, sock, SP_JAIL_FD);
     for (int fd = 0; fd < SP_JAIL_FD && !rc; fd++)
         rc = posix_spawn_file_actions_addclose(&fa, fd);
