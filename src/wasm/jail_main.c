@@ -36,7 +36,7 @@ static pid_t worker_of(const char *arg)
 {
     char *end = NULL;
     long pid = strtol(arg, &end, 10);
-    return end != arg && *end == '\0' && pid > 1 && pid <= 0x3fffffff ? (pid_t)pid : 0;
+    return end != arg && *end == '\0' && pid >= 1 && pid <= 0x3fffffff ? (pid_t)pid : 0;
 }
 
 int main(int argc, char **argv)

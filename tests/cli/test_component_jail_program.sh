@@ -15,7 +15,10 @@
 #   5. the worker SIGKILLed mid-call (an endless loop under a 20 s
 #      callTimeoutMs): its jail process - whose whole environment is the one
 #      glibc tunable the worker gives it - is gone within 2 s, never left to
-#      run on as an orphan.
+#      run on as an orphan;
+#   6. a worker that is PID 1 (spore as a container's first process: here in
+#      a PID namespace of its own, when one can be made) runs its component
+#      steps like any other.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 source "$root/tests/cli/component.sh"
@@ -105,5 +108,17 @@ else
   wait_for 2 bash -c "! kill -0 $jail_pid 2>/dev/null" ||
     fail "the jail process $jail_pid outlived its worker by 2 s"
   kill -KILL "$jail_pid" 2>/dev/null || true
+fi
+# ---- 6. spore as PID 1 ----
+if unshare -p -f --mount-proc true 2>/dev/null; then
+  checks=$((checks + 1))
+  set +e
+  out=$(unshare -p -f --mount-proc "$spore" run "$wfdir/ok.json" --db "$tmp/pid1.db" --json 2>"$tmp/pid1.err")
+  rc=$?
+  set -e
+  expect_rc 0 "spore as PID 1"
+  expect_json '.status == "completed"' "a component step under a worker that is PID 1"
+else
+  echo "$test_name: case 6 skipped: no PID namespace here (unshare -p)"
 fi
 finish
