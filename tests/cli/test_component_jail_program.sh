@@ -18,7 +18,9 @@
 #      run on as an orphan;
 #   6. a worker that is PID 1 (spore as a container's first process: here in
 #      a PID namespace of its own, when one can be made) runs its component
-#      steps like any other.
+#      steps like any other;
+#   7. a spore-wasm-jail that cannot be started (an interpreter that does not
+#      exist) is a coded refusal, component.jail, naming why.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 source "$root/tests/cli/component.sh"
@@ -121,4 +123,16 @@ if unshare -p -f --mount-proc true 2>/dev/null; then
 else
   echo "$test_name: case 6 skipped: no PID namespace here (unshare -p)"
 fi
+# ---- 7. a program that cannot start ----
+mkdir -p "$tmp/broken"
+cp "$spore" "$tmp/broken/spore"
+printf '#!/nonexistent/interpreter\n' >"$tmp/broken/spore-wasm-jail"
+chmod +x "$tmp/broken/spore-wasm-jail"
+spore="$tmp/broken/spore"
+sp run "$wfdir/ok.json" --db "$db" --json
+expect_rc 2 "a spore-wasm-jail that cannot start"
+expect_json '.error.code == "component.jail" and
+    (.error.message | test("cannot start the jail: No such file or directory"))' \
+  "a jail that cannot start is refused with its reason"
+spore=$spore_real
 finish
