@@ -85,11 +85,11 @@ typedef struct sp_jail_result {
 } sp_jail_result;
 
 /* The binary the jail runs: $SPORE_JAIL_BIN when set (a spore binary, run
- * as `spore __wasm-jail`, or a file named SP_JAIL_PROGRAM); else the jail program SP_JAIL_PROGRAM beside
- * this process's executable; else this very process when it is the spore
- * executable (sp_jail_use_self, called by its main); else a `spore` beside
- * this process's executable (embedders). *program tells whether it is the
- * jail program. False when there is none. */
+ * as `spore __wasm-jail`, or a file named SP_JAIL_PROGRAM); else the jail
+ * program SP_JAIL_PROGRAM beside this process's executable; else this very
+ * process when it is the spore executable (sp_jail_use_self, called by its
+ * main); else a `spore` beside this process's executable (embedders).
+ * *program tells whether it is the jail program. False when there is none. */
 bool sp_jail_binary(char *out, size_t n, bool *program);
 void sp_jail_use_self(void);
 
