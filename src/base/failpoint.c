@@ -23,6 +23,8 @@ static const char *const NAMES[] = {
     "host.attempt.after-finish",
     "host.batch.before-commit",
     "host.batch.after-commit",
+    "store.flush.before-sync",
+    "store.flush.after-sync",
     "store.create-run.before-commit",
     "store.create-run.after-commit",
     "store.append-event.before-commit",

@@ -231,6 +231,7 @@ int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_di
     (void)engine_action_find(e, package_digest, a->claim.action_id, &ea, &none);
     sp_error_clear(&none);
     a->slot = engine_action_slot(ea);
+    a->after_flush = a->slot != ENGINE_SLOT_INLINE || !ea || ea->action->effect == SP_EFFECT_UNSAFE;
     if (sp_stop_init(&a->stop, err)) {
         sp_claim_free(&a->claim);
         free(a);
@@ -276,6 +277,16 @@ void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
         }
         sp_error_clear(&submit_err);
     }
+}
+
+bool engine_attempts_need_flush(sp_engine *e)
+{
+    bool need = false;
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a && !need; a = a->next)
+        need = a->state == ATTEMPT_CLAIMED && a->after_flush;
+    pthread_mutex_unlock(&e->mu);
+    return need;
 }
 
 /* ---- the tick's side ---- */

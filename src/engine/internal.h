@@ -64,6 +64,7 @@ typedef struct inflight {
     const engine_action *ea;
     sp_stop_signal stop;
     engine_slot slot;    /* ENGINE_SLOT_INLINE: runs on the tick thread (set at claim) */
+    bool after_flush;    /* starts only once its claim is on disk (set at claim) */
     attempt_state state; /* under engine->mu */
     bool beat_wanted;    /* an agent event asked for an early heartbeat (engine->mu) */
     /* ---- the pool thread's, until SETTLED; the tick's after ---- */
@@ -219,6 +220,9 @@ struct sp_engine {
     bool timers_changed;     /* e->mu: woken by the store: a timer may be new */
     sp_store_listener *listener;
     bool batch_failed;       /* a store call in the open batch failed transiently */
+    /* The last batch ticket that may not be on disk yet (0: none): what the
+     * batches committed stays in the process until it is (tick.c). */
+    uint64_t unflushed;
     sp_strlist deferred;     /* failpoints fired when the open batch commits */
     sp_strlist cancels;      /* invocations the open batch cancels (activity.cancel) */
     sp_strlist settled_runs; /* runs whose every pending event a settle of the open batch consumed */
@@ -430,6 +434,12 @@ int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reas
 int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_digest,
                            sp_error *err);
 void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err);
+/* Some claim of the batch may not start before the batch is on disk: one
+ * for the pool (a command, a component, an agent: effects outside this
+ * process), or an inline native whose effect is `unsafe`. An inline native
+ * of another effect may run first: a power loss that takes its claim back
+ * lets it run again, which its effect allows. */
+bool engine_attempts_need_flush(sp_engine *e);
 /* Report every settled attempt (finish, hold, or late evidence); they are
  * REPORTING until engine_attempts_reported says whether the batch committed. */
 void engine_attempts_report(sp_engine *e, sp_tick_stats *stats);
@@ -462,6 +472,9 @@ void engine_attempt_execute(inflight *a);
  * timer, then in one batch (one durable commit): report settled attempts,
  * heartbeats, coordinate, dispatch; claims start after the commit. */
 int engine_pass(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_error *err);
+/* Wait until every batch committed so far is on disk: before anything of
+ * them leaves the engine (a return to the caller). -1: a failed flush. */
+int engine_flushed(sp_engine *e, sp_error *err);
 /* A failpoint of something durable: now, or when the open batch commits. */
 void engine_failpoint_durable(sp_engine *e, const char *name);
 /* Wake the tick now (an attempt wants an early heartbeat). */

@@ -392,8 +392,24 @@ sp_store_rc ledger_batch_begin(sp_engine *e, sp_error *err)
 
 sp_store_rc ledger_batch_commit(sp_engine *e, sp_error *err)
 {
-    return sp_store_batch_commit(e->store, err);
+    uint64_t ticket = 0;
+    sp_store_rc rc = sp_store_batch_commit_deferred(e->store, &ticket, err);
+    if (ticket > e->unflushed) /* tickets grow: the last one covers the others */
+        e->unflushed = ticket;
+    return rc;
 }
+
+sp_store_rc ledger_wait_flushed(sp_engine *e, sp_error *err)
+{
+    if (!e->unflushed)
+        return SP_STORE_OK;
+    sp_store_rc rc = sp_store_wait_flushed(e->store, e->unflushed, err);
+    if (rc == SP_STORE_OK)
+        e->unflushed = 0;
+    return rc;
+}
+
+bool ledger_unflushed(const sp_engine *e) { return e->unflushed != 0; }
 
 void ledger_batch_abort(sp_engine *e) { sp_store_batch_abort(e->store); }
 

@@ -107,7 +107,15 @@ void ledger_put_log(struct sp_engine *e, const sp_attempt_ref *ref,
 
 /* ---- the tick's batch (store.h: one transaction, one durable commit) ---- */
 sp_store_rc ledger_batch_begin(struct sp_engine *e, sp_error *err);
+/* The batch's commit, its flush left to the store's own thread where it has
+ * one (sp_store_batch_commit_deferred): committed when it returns, on disk
+ * once ledger_wait_flushed returned. */
 sp_store_rc ledger_batch_commit(struct sp_engine *e, sp_error *err);
+/* Wait until every batch this engine committed is on disk; a failed flush
+ * (corrupt/store.io) is final. */
+sp_store_rc ledger_wait_flushed(struct sp_engine *e, sp_error *err);
+/* A committed batch may not be on disk yet. */
+bool ledger_unflushed(const struct sp_engine *e);
 void ledger_batch_abort(struct sp_engine *e);
 bool ledger_in_batch(struct sp_engine *e);
 bool ledger_batch_writes(struct sp_engine *e);

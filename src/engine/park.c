@@ -114,7 +114,7 @@ static int interrupted(sp_engine *e, const sp_run_key *key, sp_park *park, sp_er
     engine_coordinate(e, &stats, key, err); /* leave the run's status current */
     sp_error_clear(err);
     *park = SP_PARK_INTERRUPTED;
-    return 0;
+    return engine_flushed(e, err);
 }
 
 typedef enum look_result { LOOK_ON, LOOK_PARKED, LOOK_ERROR } look_result;
@@ -188,8 +188,8 @@ int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *par
             look(e, key, park, progress, progress_ctx, started, &progress_at, &stats, err);
         if (r == LOOK_PARKED)
             sp_error_clear(err);
-        if (r != LOOK_ON)
-            return r == LOOK_PARKED ? 0 : -1;
+        if (r != LOOK_ON) /* parked: on disk before the caller learns it */
+            return r == LOOK_PARKED ? engine_flushed(e, err) : -1;
         uint64_t backoff = engine_fault_pass(e, stats.store_unavailable, &failed_passes, err);
         if (engine_fault_give_up(e, &left_ms, err))
             return -1;

@@ -8,9 +8,16 @@
  * stop local attempts and failpoints of durable steps fire then.
  * Also tick(), serve(), waiting, and the graceful shutdown.
  *
+ * The batch's commit may return before its flush (SQLite: the store's
+ * flusher syncs beside the next step, docs/step-path.md): only an inline
+ * step whose effect may be repeated starts before; everything else of the
+ * batch that leaves the process waits for it (batch_after), and so does
+ * every return to the caller.
+ *
  * Must never dispatch after shutdown began, start an attempt whose claim is
- * not durable, report a batch's failpoints before its commit, or keep the
- * batch open across a wait.
+ * not committed (nor, unless inline and repeatable, not on disk), report a
+ * batch's failpoints before its commit, or keep the batch open across a
+ * wait.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,10 +51,26 @@ void engine_failpoint_durable(sp_engine *e, const char *name)
         sp_strlist_add(&e->deferred, name);
 }
 
-/* After the batch: fire its failpoints and start its claims (committed), or
- * forget both (nothing of it happened). */
-static void batch_after(sp_engine *e, bool committed, sp_error *err)
+/* What of a committed batch may leave the process only once the batch is
+ * on disk: a cancellation, the observer's notes, a claim that may not run
+ * before (engine_attempts_need_flush). */
+static bool release_waits_flush(sp_engine *e)
 {
+    return e->cancels.n || (e->cfg.observer && (e->nnotes || e->notes_lost)) ||
+           engine_attempts_need_flush(e);
+}
+
+/* After the batch: fire its failpoints and start its claims (committed), or
+ * forget both (nothing of it happened). -1 when the batch committed but
+ * cannot be flushed (final: nothing of it is released). */
+static int batch_after(sp_engine *e, bool committed, sp_error *err)
+{
+    int rc = 0;
+    if (committed && ledger_unflushed(e) && release_waits_flush(e) &&
+        ledger_wait_flushed(e, err) != SP_STORE_OK) {
+        committed = false; /* its claims stay to their leases */
+        rc = -1;
+    }
     for (size_t i = 0; committed && i < e->deferred.n; i++)
         sp_failpoint(e->deferred.items[i]);
     sp_strlist_clear(&e->deferred);
@@ -57,6 +80,7 @@ static void batch_after(sp_engine *e, bool committed, sp_error *err)
     sp_strlist_clear(&e->settled_runs);
     engine_observe_after(e, committed); /* first: a claim may settle inline below */
     engine_attempts_begin(e, committed, err); /* a claim the pool cannot take: its lease */
+    return rc;
 }
 
 void engine_tick_free(sp_engine *e)
@@ -194,7 +218,8 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
         sp_error_clear(&commit_err);
     }
     engine_attempts_reported(e, !failed);
-    batch_after(e, !failed, err);
+    if (batch_after(e, !failed, err))
+        return -1; /* committed, never to be flushed: not a store to wait for */
     if (failed) {
         batch_lost(e, stats);
         return -1;
@@ -216,9 +241,17 @@ int engine_pass(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_e
     return 0;
 }
 
+int engine_flushed(sp_engine *e, sp_error *err)
+{
+    return ledger_wait_flushed(e, err) == SP_STORE_OK ? 0 : -1;
+}
+
+/* The caller's own loop may act on what a pass did: it is on disk first. */
 int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
-    return engine_pass(e, stats, NULL, err);
+    if (engine_pass(e, stats, NULL, err))
+        return -1;
+    return engine_flushed(e, err);
 }
 
 bool sp_tick_idle(const sp_tick_stats *s)
@@ -395,7 +428,7 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
     while (!engine_interrupted(e)) {
         sp_tick_stats stats;
         group_wait(e);
-        if (sp_engine_tick(e, &stats, err)) {
+        if (engine_pass(e, &stats, NULL, err)) {
             ledger_listen_stop(e);
             engine_fault_serving(e, false);
             return -1;
@@ -417,5 +450,5 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
     sp_error ignored = {0};
     engine_coordinate(e, &stats, NULL, &ignored); /* leave statuses current */
     sp_error_clear(&ignored);
-    return 0;
+    return engine_flushed(e, err);
 }

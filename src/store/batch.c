@@ -10,7 +10,9 @@
  *
  * Failpoints: a request's store.<op>.before-commit and .after-commit points
  * fire when the batch commits - before and after its COMMIT - so a crash at
- * "after-commit" still means "this request is durable".
+ * "after-commit" still means "this request is durable" (against a crash of
+ * the process; a deferred commit is durable against a power loss once its
+ * ticket is flushed).
  *
  * What it must never do: let another thread's request into the batch (the
  * batch belongs to the thread that began it; other threads wait for the
@@ -72,7 +74,18 @@ sp_store_rc lg_batch_open(sp_store *s, sp_error *err)
     return rc;
 }
 
-sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err)
+/* The batch's COMMIT: flushed before it returns (ticket NULL), or left to
+ * the driver's flusher where it has one (*ticket, 0 when flushed). */
+static sp_store_rc driver_commit(sp_store *s, uint64_t *ticket, sp_error *err)
+{
+    if (ticket)
+        *ticket = 0;
+    if (!ticket || !s->driver->commit_deferred)
+        return s->driver->commit(s->conn, err);
+    return s->driver->commit_deferred(s->conn, ticket, err);
+}
+
+static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
 {
     if (!lg_in_batch(s))
         return lg_fail(err, SP_STORE_CONFLICT, "store.batch-closed", "no batch is open");
@@ -87,12 +100,30 @@ sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err)
     held_batch = NULL; /* the COMMIT is the batch's own, not a request's */
     atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->commits, requests ? 1 : 0, memory_order_relaxed);
-    sp_store_rc rc = s->driver->commit(s->conn, err);
+    sp_store_rc rc = driver_commit(s, ticket, err);
     batch_end(s);
     if (rc == SP_STORE_OK)
         names_fire(&after);
     sp_strlist_clear(&after);
     return rc;
+}
+
+sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err)
+{
+    return batch_commit(s, NULL, err);
+}
+
+sp_store_rc sp_store_batch_commit_deferred(sp_store *s, uint64_t *ticket, sp_error *err)
+{
+    *ticket = 0;
+    return batch_commit(s, ticket, err);
+}
+
+sp_store_rc sp_store_wait_flushed(sp_store *s, uint64_t ticket, sp_error *err)
+{
+    if (!ticket || !s->driver->wait_flushed)
+        return SP_STORE_OK;
+    return s->driver->wait_flushed(s->conn, ticket, err);
 }
 
 void sp_store_batch_abort(sp_store *s)
@@ -114,4 +145,7 @@ void sp_store_counters_get(sp_store *s, sp_store_counters *out)
     out->commits = atomic_load_explicit(&s->commits, memory_order_relaxed);
     out->statements = atomic_load_explicit(&s->statements, memory_order_relaxed);
     out->round_trips = s->driver->round_trips ? s->driver->round_trips(s->conn) : 0;
+    out->flushes = out->unflushed = 0;
+    if (s->driver->flush_counts)
+        s->driver->flush_counts(s->conn, &out->flushes, &out->unflushed);
 }

@@ -100,6 +100,17 @@ typedef struct sp_db_driver {
     sp_store_rc (*begin)(void *conn, sp_db_tx mode, sp_error *err);
     /* A failed commit whose outcome is unknown -> SP_STORE_UNKNOWN_COMMIT. */
     sp_store_rc (*commit)(void *conn, sp_error *err);
+    /* Optional (NULL: commit, which flushes): commit, and leave the flush to
+     * a thread of the driver's own (SQLite: the flusher syncs the WAL). The
+     * commit is visible and survives a crash of this process when it
+     * returns; *ticket (0: already flushed) names it for wait_flushed. */
+    sp_store_rc (*commit_deferred)(void *conn, uint64_t *ticket, sp_error *err);
+    /* Optional with commit_deferred: wait until every commit up to `ticket`
+     * is on disk. A failed flush is final: corrupt/store.io. */
+    sp_store_rc (*wait_flushed)(void *conn, uint64_t ticket, sp_error *err);
+    /* Optional with commit_deferred: the syncs made so far, and the deferred
+     * commits not yet on disk (sp_store_counters). */
+    void (*flush_counts)(void *conn, uint64_t *flushes, uint64_t *unflushed);
     void (*rollback)(void *conn);
     /* Run one statement. `out` (may be NULL) receives the rows; `changes`
      * (may be NULL) the number of rows written. A unique-constraint

@@ -806,6 +806,19 @@ sp_store_rc sp_store_list_attempt_logs(sp_store *s, const sp_run_key *key,
  * short. store.batch-open when this thread already holds one. */
 sp_store_rc sp_store_batch_begin(sp_store *s, sp_error *err);
 sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err);
+/* The same, but the commit's flush may still run when it returns (SQLite:
+ * a thread of the store's own syncs the WAL, and one sync answers every
+ * commit made while the one before it ran). When it returns OK the batch
+ * is committed: other connections see it and a crash of this process keeps
+ * it; a power loss keeps it only once sp_store_wait_flushed(*ticket)
+ * returned OK. So nothing of the batch may leave the process (a claim
+ * started whose effect is not repeatable, an answer, an exit) before that.
+ * *ticket is 0 when the commit flushed itself (PostgreSQL always). */
+sp_store_rc sp_store_batch_commit_deferred(sp_store *s, uint64_t *ticket, sp_error *err);
+/* Wait until every deferred commit up to `ticket` is on disk (0: at once).
+ * A failed flush is corrupt/store.io, now and for every later commit: the
+ * process must start again from what is on disk. */
+sp_store_rc sp_store_wait_flushed(sp_store *s, uint64_t ticket, sp_error *err);
 /* Roll the whole batch back (nothing of it happened). No-op without one. */
 void sp_store_batch_abort(sp_store *s);
 /* The calling thread holds a batch of `s`. */
@@ -821,6 +834,8 @@ typedef struct sp_store_counters {
     uint64_t commits;
     uint64_t statements;
     uint64_t round_trips; /* PostgreSQL: requests sent and waited for; SQLite: 0 */
+    uint64_t flushes;     /* syncs the store's flusher made for deferred commits */
+    uint64_t unflushed;   /* deferred commits not on disk yet (now) */
 } sp_store_counters;
 
 void sp_store_counters_get(sp_store *s, sp_store_counters *out);

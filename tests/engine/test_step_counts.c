@@ -25,6 +25,11 @@
  *     that one worker does not take every ready run from the others: one
  *     step, one commit.
  *
+ *   flush (SQLite): a sequential step's commit is flushed by the store's
+ *     own thread while the next inline `idempotent` step runs; an `unsafe`
+ *     inline step and a pool step run only once their claim is on disk;
+ *     run_until_parked returns with nothing unflushed.
+ *
  * What it must never do: assert on time, or count what it did itself (the
  * counters are read from the store handle the engine uses, around the
  * engine's work only).
@@ -346,6 +351,120 @@ static void concurrent(const char *location, const char *label, fixture_mode mod
     fixture_close(&f);
 }
 
+/* ---- SQLite: the flush beside the next step (docs/step-path.md) ---- */
+
+/* What each function saw of its own store when it ran. */
+typedef struct flush_seen {
+    sp_store *store;
+    atomic_int calls, unflushed; /* calls, and calls that ran before their claim was on disk */
+} flush_seen;
+
+static flush_seen SEEN_FAST, SEEN_ONCE, SEEN_POOLED;
+
+static int fn_seen(void *user, const char *input, size_t len, sp_native_call *call)
+{
+    (void)input, (void)len;
+    flush_seen *seen = user;
+    sp_store_counters c;
+    sp_store_counters_get(seen->store, &c);
+    atomic_fetch_add(&seen->calls, 1);
+    if (c.unflushed)
+        atomic_fetch_add(&seen->unflushed, 1);
+    return sp_native_succeed(call, NULL, "{}", 2);
+}
+
+/* FLUSH_STEPS inline `idempotent` steps, then an inline `unsafe` one, then
+ * a pool step, then complete. */
+#define FLUSH_STEPS 100
+static json_t *flush_workflow(void)
+{
+    json_t *nodes = json_object();
+    for (int i = 1; i <= FLUSH_STEPS; i++) {
+        char id[16], next[16];
+        snprintf(id, sizeof id, "s%d", i);
+        snprintf(next, sizeof next, i < FLUSH_STEPS ? "s%d" : "once", i + 1);
+        json_object_set_new(nodes, id,
+                            json_pack("{s:s, s:s, s:{s:s}}", "kind", "activity", "action", "fast",
+                                      "outcomes", "ok", next));
+    }
+    json_object_set_new(nodes, "once",
+                        json_pack("{s:s, s:s, s:{s:s}}", "kind", "activity", "action", "once",
+                                  "outcomes", "ok", "pooled"));
+    json_object_set_new(nodes, "pooled",
+                        json_pack("{s:s, s:s, s:{s:s}}", "kind", "activity", "action",
+                                  "pooled", "outcomes", "ok", "done"));
+    json_object_set_new(nodes, "done", json_pack("{s:s}", "kind", "complete"));
+    return json_pack("{s:s, s:s, s:s, s:{s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, "
+                     "s:{s:s, s:s, s:s}}, s:o}",
+                     "format", "runspore.workflow/0.1", "name", "flush", "start", "s1",
+                     "actions", "fast", "kind", "native", "function", "fast", "effect",
+                     "idempotent", "once", "kind", "native", "function", "once", "effect",
+                     "unsafe", "pooled", "kind", "native", "function", "pooled", "effect",
+                     "idempotent", "nodes", nodes);
+}
+
+/* A sequential step's commit flushes on the store's own thread while the
+ * next inline step runs, but nothing waits on disk past what it may: an
+ * `unsafe` step and a pool step start only once their claim is on disk, and
+ * run_until_parked returns only once the run's last commit is. */
+static void flush_beside(const char *location)
+{
+    fixture f;
+    memset(&f, 0, sizeof f);
+    sp_error err = {0};
+    f.natives = sp_native_registry_new();
+    CHECK(f.natives != NULL);
+    if (!f.natives)
+        return;
+    flush_seen *seen[] = {&SEEN_FAST, &SEEN_ONCE, &SEEN_POOLED};
+    const char *names[] = {"fast", "once", "pooled"};
+    for (int i = 0; i < 3; i++) {
+        atomic_store(&seen[i]->calls, 0);
+        atomic_store(&seen[i]->unflushed, 0);
+        CHECK_INT(sp_native_register_with(f.natives, names[i], fn_seen, seen[i],
+                                          i < 2 ? SP_NATIVE_INLINE : 0, &err),
+                  0);
+    }
+    f.store = sp_store_open(location, NULL, &err);
+    sp_engine_config cfg = sp_engine_defaults();
+    cfg.natives = f.natives;
+    f.engine = f.store ? sp_engine_new(f.store, &cfg, &err) : NULL;
+    CHECK(f.engine != NULL);
+    for (int i = 0; i < 3; i++)
+        seen[i]->store = f.store;
+    json_t *doc = flush_workflow();
+    sp_start_result r;
+    bool started = f.engine && sp_engine_start(f.engine, doc, NULL, "flush", &r, &err) == 0;
+    json_decref(doc);
+    CHECK(started);
+    sp_park park = SP_PARK_FAILED;
+    sp_store_counters before, after;
+    if (started) {
+        sp_store_counters_get(f.store, &before);
+        CHECK_INT(sp_engine_run_until_parked(f.engine, &r.key, &park, NULL, NULL, &err), 0);
+        sp_store_counters_get(f.store, &after);
+        CHECK_INT(park, SP_PARK_COMPLETED);
+        uint64_t commits = after.commits - before.commits;
+        uint64_t flushes = after.flushes - before.flushes;
+        printf("sqlite flush: %d steps, %llu commits, %llu flushes on the flusher's thread; "
+               "%d of %d inline idempotent steps ran before their claim was on disk\n",
+               FLUSH_STEPS + 2, (unsigned long long)commits, (unsigned long long)flushes,
+               atomic_load(&SEEN_FAST.unflushed), atomic_load(&SEEN_FAST.calls));
+        CHECK_INT(after.unflushed, 0);   /* parked: on disk before the caller learns it */
+        CHECK(flushes >= 1 && flushes <= commits); /* the flush left the commit */
+        CHECK_INT(atomic_load(&SEEN_FAST.calls), FLUSH_STEPS);
+        CHECK(atomic_load(&SEEN_FAST.unflushed) > 0); /* they ran beside the flush */
+        CHECK_INT(atomic_load(&SEEN_ONCE.calls), 1);
+        CHECK_INT(atomic_load(&SEEN_ONCE.unflushed), 0);
+        CHECK_INT(atomic_load(&SEEN_POOLED.calls), 1);
+        CHECK_INT(atomic_load(&SEEN_POOLED.unflushed), 0);
+    }
+    if (err.code[0])
+        printf("flush: %s: %s\n", err.code, err.message);
+    sp_error_clear(&err);
+    fixture_close(&f);
+}
+
 /* ---- PostgreSQL: a fresh schema of the pg fixture's server ---- */
 
 static bool pg_location(char *out, size_t cap)
@@ -405,13 +524,15 @@ int main(int argc, char **argv)
     bool pg = argc > 1 && strcmp(argv[1], "--postgres") == 0;
     const char *label = pg ? "postgres" : "sqlite";
     char location[1200], dir[64] = "";
-    for (int part = 0; part < 3; part++) {
+    for (int part = 0; part < (pg ? 3 : 4); part++) {
         if (!fresh_location(pg, location, sizeof location, dir, sizeof dir)) {
             check_fail(__FILE__, __LINE__, "no store (PostgreSQL: SPORE_TEST_PG_FILE)");
             break;
         }
         if (part == 0)
             sequential(location, label);
+        else if (part == 3)
+            flush_beside(location);
         else
             concurrent(location, label, part == 1 ? MODE_POOL : MODE_INLINE);
         remove_store(dir);

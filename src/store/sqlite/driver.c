@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,9 @@ typedef struct sq_conn {
     sp_clock clock;
     sp_db_cache statements; /* sqlite3_stmt by SQL text */
     int checkpoint_at;      /* WAL pages at which a commit next checkpoints */
+    sqlite3_file *wal;      /* the -wal file while a deferred commit runs, else NULL */
+    /* started by the first deferred commit; read by other threads' counters */
+    _Atomic(sq_flusher *) flusher;
 } sq_conn;
 
 /* ---- error mapping ---- */
@@ -268,9 +272,9 @@ static void end_tx(sq_conn *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-static sp_store_rc sq_commit(void *conn, sp_error *err)
+/* COMMIT; the transaction stays the caller's (end_tx). */
+static sp_store_rc commit_statement(sq_conn *c, sp_error *err)
 {
-    sq_conn *c = conn;
     int rc = exec_cached(c, "COMMIT");
     sp_store_rc kind = SP_STORE_OK;
     if (rc != SQLITE_OK) {
@@ -280,11 +284,87 @@ static sp_store_rc sq_commit(void *conn, sp_error *err)
             kind = SP_STORE_UNKNOWN_COMMIT;
         }
     }
-    end_tx(c);
+    return kind;
+}
+
+static sp_store_rc sq_commit(void *conn, sp_error *err)
+{
+    sp_store_rc kind = commit_statement(conn, err);
+    end_tx(conn);
     return kind;
 }
 
 static void sq_rollback(void *conn) { end_tx(conn); }
+
+/* The connection's -wal file (this VFS's), or NULL. */
+static sqlite3_file *conn_wal(sq_conn *c)
+{
+    sqlite3_file *wal = NULL;
+    if (sqlite3_file_control(c->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK)
+        return NULL;
+    return wal && sp_sqlite_vfs_defer_sync(wal, false) ? wal : NULL;
+}
+
+/* The flusher, started on first use; NULL when it cannot be (the commit
+ * then flushes itself). */
+static sq_flusher *flusher_of(sq_conn *c)
+{
+    sq_flusher *f = atomic_load(&c->flusher);
+    if (f)
+        return f;
+    const char *wal = sqlite3_filename_wal(sqlite3_db_filename(c->db, "main"));
+    sp_error ignored = {0};
+    f = wal ? sq_flusher_start(wal, &ignored) : NULL;
+    sp_error_clear(&ignored);
+    atomic_store(&c->flusher, f);
+    return f;
+}
+
+/* COMMIT with its WAL sync left to the flusher; when it could not be left
+ * (not this VFS's file, no flusher, the sync after a new WAL header) the
+ * commit flushed itself and the ticket is 0. After a failed flush nothing
+ * more is committed. */
+static sp_store_rc sq_commit_deferred(void *conn, uint64_t *ticket, sp_error *err)
+{
+    sq_conn *c = conn;
+    *ticket = 0;
+    sq_flusher *started = atomic_load(&c->flusher);
+    if (started && sq_flusher_failed(started, err) != SP_STORE_OK) {
+        end_tx(c);
+        return SP_STORE_CORRUPT;
+    }
+    sq_flusher *f = flusher_of(c);
+    c->wal = f ? conn_wal(c) : NULL;
+    if (c->wal)
+        sp_sqlite_vfs_defer_sync(c->wal, true);
+    bool deferred = false;
+    sp_store_rc rc = commit_statement(c, err);
+    if (c->wal) {
+        deferred = sp_sqlite_vfs_sync_deferred(c->wal);
+        sp_sqlite_vfs_defer_sync(c->wal, false);
+        c->wal = NULL;
+    }
+    end_tx(c);
+    if (deferred) /* even for a failed COMMIT: what it wrote is synced like the rest */
+        *ticket = sq_flusher_committed(f);
+    return rc;
+}
+
+static void sq_flush_counts(void *conn, uint64_t *flushes, uint64_t *unflushed)
+{
+    sq_conn *c = conn;
+    *flushes = *unflushed = 0;
+    sq_flusher *f = atomic_load(&c->flusher);
+    if (f)
+        sq_flusher_counts(f, flushes, unflushed);
+}
+
+static sp_store_rc sq_wait_flushed(void *conn, uint64_t ticket, sp_error *err)
+{
+    sq_conn *c = conn;
+    sq_flusher *f = atomic_load(&c->flusher);
+    return ticket && f ? sq_flusher_wait(f, ticket, err) : SP_STORE_OK;
+}
 
 static uint64_t sq_now(void *conn)
 {
@@ -297,6 +377,7 @@ static void sq_close(void *conn)
     sq_conn *c = conn;
     if (!c)
         return;
+    sq_flusher_stop(atomic_load(&c->flusher)); /* committed is on disk before the close */
     sp_db_cache_clear(&c->statements);
     sqlite3_close_v2(c->db);
     pthread_mutex_destroy(&c->mu);
@@ -309,6 +390,9 @@ static const sp_db_driver SQLITE_DRIVER = {
     .one_writer = true,
     .begin = sq_begin,
     .commit = sq_commit,
+    .commit_deferred = sq_commit_deferred,
+    .wait_flushed = sq_wait_flushed,
+    .flush_counts = sq_flush_counts,
     .rollback = sq_rollback,
     .query = sq_query,
     .now_ms = sq_now,
@@ -359,6 +443,8 @@ static sp_store_rc wal(sqlite3 *db, sp_error *err)
 static int checkpoint_hook(void *ctx, sqlite3 *db, const char *schema, int pages)
 {
     sq_conn *c = ctx;
+    if (c->wal) /* inside a deferred commit: a checkpoint's syncs are never deferred */
+        sp_sqlite_vfs_defer_sync(c->wal, false);
     if (pages < SP_SQLITE_CHECKPOINT_PAGES)
         c->checkpoint_at = SP_SQLITE_CHECKPOINT_PAGES; /* the WAL started over */
     if (pages < c->checkpoint_at)

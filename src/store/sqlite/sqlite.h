@@ -70,4 +70,29 @@ sp_store_rc sp_sqlite_schema_add(sqlite3 *db, sp_error *err);
 #define SP_SQLITE_VFS "spore"
 bool sp_sqlite_vfs_ready(void);
 
+/* The next sync of `wal` (the connection's -wal file, SQLITE_FCNTL_JOURNAL_
+ * POINTER) is left to the flusher (on), or no sync is (off); false when
+ * `wal` is not this VFS's file (then every sync stays real). One sync only,
+ * and never the one after SQLite wrote the WAL's header. */
+bool sp_sqlite_vfs_defer_sync(sqlite3_file *wal, bool on);
+/* A sync of `wal` was left to the flusher since defer_sync(on). */
+bool sp_sqlite_vfs_sync_deferred(sqlite3_file *wal);
+
+/* The flusher (flusher.c): a thread that syncs one -wal file for the
+ * commits whose sync the VFS left to it, and counts them by ticket. */
+typedef struct sq_flusher sq_flusher;
+sq_flusher *sq_flusher_start(const char *wal_path, sp_error *err);
+/* A commit whose sync was left to the flusher: its ticket. Waits while too
+ * many commits are unflushed. */
+uint64_t sq_flusher_committed(sq_flusher *f);
+/* Wait until every commit up to `ticket` is on disk; a failed sync is
+ * corrupt/store.io, now and for every later call. */
+sp_store_rc sq_flusher_wait(sq_flusher *f, uint64_t ticket, sp_error *err);
+/* corrupt/store.io once a sync failed, else OK (no wait). */
+sp_store_rc sq_flusher_failed(sq_flusher *f, sp_error *err);
+/* The syncs made so far and the tickets not yet on disk. */
+void sq_flusher_counts(sq_flusher *f, uint64_t *syncs, uint64_t *unflushed);
+/* Sync what is unflushed, then stop the thread and free it (NULL: nothing). */
+void sq_flusher_stop(sq_flusher *f);
+
 #endif

@@ -21,9 +21,20 @@
  * not committed. A failed gathered write is answered to the call that
  * caused it (an I/O error of the sync fails the commit, as SQLite expects).
  *
+ * A sync left to the flusher (sp_sqlite_vfs_defer_sync, flusher.c): for a
+ * commit the driver marks so, the commit's sync writes the run and returns
+ * without the fdatasync; the flusher's thread syncs the file a moment later
+ * while the caller goes on (the commit is then visible and survives a crash
+ * of the process at once, and survives a power loss once the flusher's sync
+ * returned). Only ever the one sync of a marked commit: the sync after
+ * SQLite wrote the WAL's header (a WAL starting over must have its new
+ * header on disk before any frame, or old frames could be replayed) and
+ * every checkpoint's syncs stay real.
+ *
  * What it must never do: hold a write across a sync, a read or a close;
  * reorder writes (a run is only ever extended at its end); gather anything
- * but the -wal file; grow the run past WAL_RUN_MAX.
+ * but the -wal file; grow the run past WAL_RUN_MAX; leave out a sync that
+ * was not marked, or the sync that follows a write of the WAL's header.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -43,6 +54,9 @@ typedef struct wal_file {
     unsigned char *run; /* consecutive writes not yet given to `real` */
     size_t len, cap;
     sqlite3_int64 start; /* the file offset of run[0] */
+    bool defer_sync;     /* the next sync is left to the flusher (one sync only) */
+    bool sync_deferred;  /* a sync was left to the flusher since defer_sync was set */
+    bool header_written; /* the WAL's header was written: its sync stays real */
 } wal_file;
 
 static sqlite3_vfs SPORE_VFS;
@@ -65,6 +79,8 @@ static int wal_write(sqlite3_file *f, const void *data, int amt, sqlite3_int64 o
 {
     wal_file *w = (wal_file *)f;
     size_t n = (size_t)amt;
+    if (off == 0)
+        w->header_written = true;
     bool extends = w->len && off == w->start + (sqlite3_int64)w->len;
     if (!extends || w->len + n > WAL_RUN_MAX) {
         int rc = flush_run(w);
@@ -105,8 +121,17 @@ static int wal_truncate(sqlite3_file *f, sqlite3_int64 size)
 
 static int wal_sync(sqlite3_file *f, int flags)
 {
-    int rc = flush_run((wal_file *)f);
-    return rc != SQLITE_OK ? rc : real_of(f)->pMethods->xSync(real_of(f), flags);
+    wal_file *w = (wal_file *)f;
+    int rc = flush_run(w);
+    if (rc != SQLITE_OK)
+        return rc;
+    if (w->defer_sync && !w->header_written) {
+        w->defer_sync = false;
+        w->sync_deferred = true;
+        return SQLITE_OK;
+    }
+    w->header_written = false;
+    return w->real->pMethods->xSync(w->real, flags);
 }
 
 static int wal_file_size(sqlite3_file *f, sqlite3_int64 *size)
@@ -199,6 +224,28 @@ static int spore_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int f
     else if (w->real->pMethods)
         w->real->pMethods->xClose(w->real);
     return rc;
+}
+
+static wal_file *ours(sqlite3_file *f)
+{
+    return f && f->pMethods == &WAL_METHODS ? (wal_file *)f : NULL;
+}
+
+bool sp_sqlite_vfs_defer_sync(sqlite3_file *wal, bool on)
+{
+    wal_file *w = ours(wal);
+    if (!w)
+        return false;
+    w->defer_sync = on;
+    if (on)
+        w->sync_deferred = false;
+    return true;
+}
+
+bool sp_sqlite_vfs_sync_deferred(sqlite3_file *wal)
+{
+    wal_file *w = ours(wal);
+    return w && w->sync_deferred;
 }
 
 static pthread_once_t REGISTERED = PTHREAD_ONCE_INIT;
