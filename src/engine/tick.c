@@ -222,6 +222,8 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
         return -1; /* committed, never to be flushed: not a store to wait for */
     if (failed) {
         batch_lost(e, stats);
+        /* not to be waited out: a store that cannot flush refuses every commit */
+        stats->store_unavailable = rc != SP_STORE_CORRUPT;
         return -1;
     }
     return work;
