@@ -1,9 +1,9 @@
 /*
  * schema.c - the PostgreSQL schema of the store, version 1: the same logical
  * schema as SQLite's (src/store/sqlite/schema.c) - same tables, columns,
- * keys and constraints - in PostgreSQL types: BIGINT counters and times,
- * BYTEA blobs, TEXT canonical JSON, an identity column for the audit trail;
- * identifiers in the "C" collation so that ordering and cursors compare
+ * keys and constraints, but no foreign keys (below) - in PostgreSQL types:
+ * BIGINT counters and times, BYTEA blobs, TEXT canonical JSON, an identity
+ * column for the audit trail; identifiers in the "C" collation so that ordering and cursors compare
  * bytes exactly as SQLite does, whatever the database's locale. Partial
  * indexes serve work selection: runs with a pending event, pending
  * invocations, running attempts (by lease, deadline, host, holder).
@@ -20,6 +20,15 @@
  *
  * What it must never do: touch a schema whose version is newer, or create
  * tables in a non-empty schema that is not a spore store.
+ *
+ * No foreign keys: PostgreSQL checks each one with a query of its own per
+ * inserted row (SELECT ... FOR KEY SHARE on the parent, through SPI), five
+ * a sequential step, a fifth of the backend's CPU (docs/postgres.md §3c). Every
+ * row is written by the store's own operations, under the run row's lock,
+ * after the predicates that name its parent, and the same logic keeps them
+ * enforced on SQLite (store.md: foreign_keys=ON), where the conformance
+ * suite runs too. A store created by an older spore keeps the foreign keys
+ * it was created with.
  *
  * Constraint names matter to the driver: a unique violation on runs_pkey,
  * runs_start_key or receipts_pkey is a racing create_run (retry it; see
@@ -42,8 +51,7 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
     "CREATE TABLE IF NOT EXISTS timers ("                                                          \
     " tenant " ID " NOT NULL, run_id " ID " NOT NULL, timer_id " ID " NOT NULL,"                   \
     " activation_id " ID " NOT NULL, due_at_ms BIGINT NOT NULL,"                                   \
-    " CONSTRAINT timers_pkey PRIMARY KEY (tenant, run_id, timer_id),"                              \
-    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"                             \
+    " CONSTRAINT timers_pkey PRIMARY KEY (tenant, run_id, timer_id));"                             \
     "CREATE INDEX IF NOT EXISTS timers_due ON timers (due_at_ms, timer_id, tenant, run_id);"
 
 /* Step logs (authoring.md §5, src/store/ops_logs.c): added to version 1
@@ -54,8 +62,7 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
     " invocation_id " ID " NOT NULL, node_id " ID " NOT NULL, attempt_number BIGINT NOT NULL,"     \
     " stdout BYTEA NOT NULL, stdout_dropped BIGINT NOT NULL,"                                      \
     " stderr BYTEA NOT NULL, stderr_dropped BIGINT NOT NULL, at_ms BIGINT NOT NULL,"               \
-    " CONSTRAINT attempt_logs_pkey PRIMARY KEY (tenant, run_id, attempt_id),"                      \
-    " FOREIGN KEY (tenant, run_id, attempt_id) REFERENCES attempts (tenant, run_id, attempt_id));"
+    " CONSTRAINT attempt_logs_pkey PRIMARY KEY (tenant, run_id, attempt_id));"
 
 /* Wake-ups (listen.c): a transaction that commits new work - an event
  * left for a later turn, an invocation becoming pending, a timer - notifies
@@ -87,7 +94,7 @@ static const char DDL[] =
     "CREATE TABLE blobs (digest " ID " PRIMARY KEY, body BYTEA NOT NULL);"
     "CREATE TABLE runs ("
     " tenant " ID " NOT NULL, run_id " ID " NOT NULL, start_key " ID " NOT NULL,"
-    " package_digest " ID " NOT NULL REFERENCES packages (digest), artifact_digest " ID ","
+    " package_digest " ID " NOT NULL, artifact_digest " ID ","
     " started_digest " ID " NOT NULL, status " ID " NOT NULL,"
     " revision BIGINT NOT NULL, applied_sequence BIGINT NOT NULL,"
     " next_sequence BIGINT NOT NULL, last_accepted_ms BIGINT NOT NULL,"
@@ -104,30 +111,25 @@ static const char DDL[] =
     " event_id " ID " NOT NULL, kind " ID " NOT NULL, body TEXT NOT NULL,"
     " body_digest " ID " NOT NULL, accepted_at_ms BIGINT NOT NULL, consumed_revision BIGINT,"
     " CONSTRAINT events_pkey PRIMARY KEY (tenant, run_id, sequence),"
-    " CONSTRAINT events_event_id UNIQUE (tenant, run_id, event_id),"
-    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
+    " CONSTRAINT events_event_id UNIQUE (tenant, run_id, event_id));"
     "CREATE TABLE transitions ("
     " tenant " ID " NOT NULL, run_id " ID " NOT NULL, revision BIGINT NOT NULL,"
     " consumed_sequence BIGINT NOT NULL, decision_digest " ID " NOT NULL,"
     " snapshot_digest " ID " NOT NULL, diagnostics TEXT NOT NULL, committed_at_ms BIGINT NOT NULL,"
     " CONSTRAINT transitions_pkey PRIMARY KEY (tenant, run_id, revision),"
-    " CONSTRAINT transitions_consumed UNIQUE (tenant, run_id, consumed_sequence),"
-    " FOREIGN KEY (tenant, run_id, consumed_sequence)"
-    " REFERENCES events (tenant, run_id, sequence));"
+    " CONSTRAINT transitions_consumed UNIQUE (tenant, run_id, consumed_sequence));"
     "CREATE TABLE commands ("
     " tenant " ID " NOT NULL, run_id " ID " NOT NULL, command_id " ID " NOT NULL,"
     " revision BIGINT NOT NULL, ordinal BIGINT NOT NULL, activation_id " ID " NOT NULL,"
     " kind " ID " NOT NULL, payload TEXT NOT NULL,"
-    " CONSTRAINT commands_pkey PRIMARY KEY (tenant, run_id, command_id),"
-    " FOREIGN KEY (tenant, run_id, revision) REFERENCES transitions (tenant, run_id, revision));"
+    " CONSTRAINT commands_pkey PRIMARY KEY (tenant, run_id, command_id));"
     "CREATE TABLE invocations ("
     " tenant " ID " NOT NULL, run_id " ID " NOT NULL, invocation_id " ID " NOT NULL,"
     " node_id " ID " NOT NULL, action_id " ID " NOT NULL, effect_key " ID " NOT NULL,"
     " input TEXT NOT NULL, input_digest " ID " NOT NULL,"
     " status " ID " NOT NULL CHECK (status IN ('pending', 'running', 'settled')),"
     " attempt_number BIGINT NOT NULL, not_before_ms BIGINT NOT NULL,"
-    " CONSTRAINT invocations_pkey PRIMARY KEY (tenant, run_id, invocation_id),"
-    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
+    " CONSTRAINT invocations_pkey PRIMARY KEY (tenant, run_id, invocation_id));"
     "CREATE INDEX invocations_due ON invocations (not_before_ms, invocation_id, tenant, run_id)"
     " WHERE status = 'pending';"
     "CREATE TABLE attempts ("
@@ -140,9 +142,7 @@ static const char DDL[] =
     " expire_reason " ID ", started_at_ms BIGINT NOT NULL, ended_at_ms BIGINT,"
     " CONSTRAINT attempts_pkey PRIMARY KEY (tenant, run_id, attempt_id),"
     " CONSTRAINT attempts_number UNIQUE (tenant, run_id, invocation_id, attempt_number),"
-    " CONSTRAINT attempts_fence UNIQUE (tenant, run_id, fence),"
-    " FOREIGN KEY (tenant, run_id, invocation_id)"
-    " REFERENCES invocations (tenant, run_id, invocation_id));"
+    " CONSTRAINT attempts_fence UNIQUE (tenant, run_id, fence));"
     "CREATE INDEX attempts_lease ON attempts (lease_until_ms, attempt_id, tenant, run_id)"
     " WHERE status = 'running';"
     "CREATE INDEX attempts_deadline ON attempts (deadline_ms, attempt_id, tenant, run_id)"
