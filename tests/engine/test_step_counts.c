@@ -84,18 +84,28 @@ static int fn_noop(void *user, const char *input, size_t len, sp_native_call *ca
     return sp_native_succeed(call, NULL, "{}", 2);
 }
 
-/* A chain of n native steps, then complete. */
-static json_t *chain(int n)
+/* Nodes s1 .. sn of `action` in a line, the last one going on to `then`. */
+static json_t *line_of(int n, const char *action, const char *then)
 {
     json_t *nodes = json_object();
     for (int i = 1; i <= n; i++) {
         char id[16], next[16];
         snprintf(id, sizeof id, "s%d", i);
-        snprintf(next, sizeof next, i < n ? "s%d" : "done", i + 1);
+        if (i < n)
+            snprintf(next, sizeof next, "s%d", i + 1);
+        else
+            snprintf(next, sizeof next, "%s", then);
         json_object_set_new(nodes, id,
-                            json_pack("{s:s, s:s, s:{s:s}}", "kind", "activity", "action", "noop",
+                            json_pack("{s:s, s:s, s:{s:s}}", "kind", "activity", "action", action,
                                       "outcomes", "ok", next));
     }
+    return nodes;
+}
+
+/* A chain of n native steps, then complete. */
+static json_t *chain(int n)
+{
+    json_t *nodes = line_of(n, "noop", "done");
     json_object_set_new(nodes, "done", json_pack("{s:s}", "kind", "complete"));
     return json_pack("{s:s, s:s, s:s, s:{s:{s:s, s:s, s:s}}, s:o}", "format",
                      "runspore.workflow/0.1", "name", "counts", "start", "s1", "actions", "noop",
@@ -378,15 +388,7 @@ static int fn_seen(void *user, const char *input, size_t len, sp_native_call *ca
 #define FLUSH_STEPS 100
 static json_t *flush_workflow(void)
 {
-    json_t *nodes = json_object();
-    for (int i = 1; i <= FLUSH_STEPS; i++) {
-        char id[16], next[16];
-        snprintf(id, sizeof id, "s%d", i);
-        snprintf(next, sizeof next, i < FLUSH_STEPS ? "s%d" : "once", i + 1);
-        json_object_set_new(nodes, id,
-                            json_pack("{s:s, s:s, s:{s:s}}", "kind", "activity", "action", "fast",
-                                      "outcomes", "ok", next));
-    }
+    json_t *nodes = line_of(FLUSH_STEPS, "fast", "once");
     json_object_set_new(nodes, "once",
                         json_pack("{s:s, s:s, s:{s:s}}", "kind", "activity", "action", "once",
                                   "outcomes", "ok", "pooled"));
