@@ -256,7 +256,10 @@ const char *spore_park_name(spore_park park);
  * pending, or quarantined, and none of its attempts is in flight here; or
  * until spore_interrupt(). Other runs' due work found on the way is done
  * too. Resumes where any earlier worker stopped: completed steps never run
- * again. Blocks while activities run (there is no timeout).
+ * again. Blocks while activities run (there is no timeout). Returns only
+ * once everything it committed is on disk (on SQLite a commit's flush runs
+ * beside the next step; a flush that fails is `store.io`, final for this
+ * handle: close it and open the store again).
  * Errors: `run.not-found`, `usage`, store codes. */
 int spore_run_until_parked(spore_db *db, const char *run_id, spore_park *park,
                            spore_error *err);
