@@ -97,39 +97,44 @@ static json_t *waits_json(const sv_state *st)
 /* A 0.2 run's invocations (in flight or needing a person), interventions
  * (those that need a person: unknown or stuck), timers, branches and maps.
  * A 0.1 run's status keeps exactly its members (position, invocation). */
-static void add_state_members(json_t *out, const sp_run_view *v)
+static void add_state_members(json_t *out, const sv_state *st)
 {
-    sv_state st;
-    sp_error err = {0};
-    bool parsed = v->snapshot && sv_parse(v->snapshot, v->snapshot_len, &st, &err) == 0;
-    sp_error_clear(&err);
-    if (!parsed || !st.v02) {
-        if (parsed)
-            sv_free(&st);
-        return;
-    }
     json_t *invocations = json_array(), *interventions = json_array(), *timers = json_array();
-    for (size_t i = 0; i < st.ninvocations; i++) {
-        json_array_append_new(invocations, invocation_json(&st.invocations[i]));
-        if (st.invocations[i].state != SV_SCHEDULED)
-            json_array_append_new(interventions, invocation_json(&st.invocations[i]));
+    for (size_t i = 0; i < st->ninvocations; i++) {
+        json_array_append_new(invocations, invocation_json(&st->invocations[i]));
+        if (st->invocations[i].state != SV_SCHEDULED)
+            json_array_append_new(interventions, invocation_json(&st->invocations[i]));
     }
-    for (size_t i = 0; i < st.ntimers; i++)
-        json_array_append_new(timers, json_pack("{s:s,s:s?,s:o}", "timerId", st.timers[i].timer_id,
-                                                "activationId", st.timers[i].activation_id,
-                                                "dueAtMs", sp_decimal_json(st.timers[i].due_at_ms)));
+    for (size_t i = 0; i < st->ntimers; i++)
+        json_array_append_new(timers,
+                              json_pack("{s:s,s:s?,s:o}", "timerId", st->timers[i].timer_id,
+                                        "activationId", st->timers[i].activation_id, "dueAtMs",
+                                        sp_decimal_json(st->timers[i].due_at_ms)));
     json_object_set_new(out, "invocations", invocations);
     json_object_set_new(out, "interventions", interventions);
     json_object_set_new(out, "timers", timers);
-    json_object_set_new(out, "branches", st.branches ? branches_json(&st) : json_null());
-    json_object_set_new(out, "waits", waits_json(&st));
-    json_object_set_new(out, "maps", st.maps ? maps_json(st.maps) : json_null());
-    sv_free(&st);
+    json_object_set_new(out, "branches", st->branches ? branches_json(st) : json_null());
+    json_object_set_new(out, "waits", waits_json(st));
+    json_object_set_new(out, "maps", st->maps ? maps_json(st->maps) : json_null());
+}
+
+/* The snapshot parsed once: as a state this spore reads (*parsed), else as
+ * any JSON (its members are then still shown), else NULL. */
+static json_t *snapshot_doc(const sp_run_view *v, sv_state *st, bool *parsed)
+{
+    sp_error err = {0};
+    *parsed = v->snapshot && sv_parse(v->snapshot, v->snapshot_len, st, &err) == 0;
+    sp_error_clear(&err);
+    if (*parsed)
+        return json_incref(st->doc);
+    return v->snapshot ? sp_json_parse(v->snapshot, v->snapshot_len, NULL) : NULL;
 }
 
 json_t *sp_status_json(const sp_run_view *v)
 {
-    json_t *snap = v->snapshot ? sp_json_parse(v->snapshot, v->snapshot_len, NULL) : NULL;
+    sv_state st;
+    bool parsed = false;
+    json_t *snap = snapshot_doc(v, &st, &parsed);
     json_t *nodes = snap ? json_incref(json_object_get(snap, "nodes")) : NULL;
     json_t *out = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "runId", v->key.run_id,
                             "startKey", v->start_key ? v->start_key : "", "status", v->status,
@@ -142,8 +147,10 @@ json_t *sp_status_json(const sp_run_view *v)
         json_object_set_new(out, "artifactDigest",
                             v->artifact_digest ? json_string(v->artifact_digest) : json_null());
     json_decref(snap);
-    if (out)
-        add_state_members(out, v);
+    if (out && parsed && st.v02)
+        add_state_members(out, &st);
+    if (parsed)
+        sv_free(&st);
     return out;
 }
 
