@@ -19,8 +19,10 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 
 shim=${SPORE_TEST_FAILSYNC:-}
-[ -n "$shim" ] && [ -f "$shim" ] ||
-  { echo "$test_name: SPORE_TEST_FAILSYNC must name the fdatasync shim (run it through ctest)" >&2; exit 1; }
+if [ -z "$shim" ] || [ ! -f "$shim" ]; then
+  echo "$test_name: SPORE_TEST_FAILSYNC must name the fdatasync shim (run it through ctest)" >&2
+  exit 1
+fi
 
 starts() { # <run> <node>: how often step.sh started the node, every attempt
   log_count start "$1" "$2"
@@ -33,15 +35,16 @@ flush_fails() { # <key> <mode: json|text>
   sp_n=$((sp_n + 1))
   checks=$((checks + 1))
   set +e
-  SPORE_TEST_FAILSYNC_AFTER=1 LD_PRELOAD=$shim timeout 60 "$spore" run "$wf/three-steps.json" --lease-ms 1000 \
-    --key "$key" --db "$db" "${json[@]}" >"$tmp/sp$sp_n.out" 2>"$tmp/sp$sp_n.err"
+  SPORE_TEST_FAILSYNC_AFTER=1 LD_PRELOAD=$shim timeout 60 "$spore" run "$wf/three-steps.json" \
+    --lease-ms 1000 --key "$key" --db "$db" "${json[@]}" >"$tmp/sp$sp_n.out" 2>"$tmp/sp$sp_n.err"
   rc=$?
   set -e
   out=$(cat "$tmp/sp$sp_n.out")
   err=$(cat "$tmp/sp$sp_n.err")
   expect_rc 10 "$key: a flush that fails"
   if [ "$mode" = json ]; then
-    expect_json '.error.code == "store.io" and (.error.message | test("could not be flushed to disk"))
+    expect_json '.error.code == "store.io"
+        and (.error.message | test("could not be flushed to disk"))
         and (.error.message | test("start it again"))' "$key: the error"
   else
     [ -z "$out" ] || fail "$key: text mode printed on stdout: ${out:0:300}"
@@ -71,7 +74,8 @@ for mode in json text; do
   # the run exists (its first commits flushed), its last step never started
   run=$(sql "SELECT run_id FROM runs WHERE start_key = '$key'")
   [ -n "$run" ] || { fail "$key: the run was not created"; continue; }
-  [ "$(starts "$run" c)" -eq 0 ] || fail "$key: step c started although its claim could not be flushed"
+  [ "$(starts "$run" c)" -eq 0 ] ||
+    fail "$key: step c started although its claim could not be flushed"
   then_completes "$key" >/dev/null
 done
 
