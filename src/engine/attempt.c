@@ -208,7 +208,7 @@ void engine_attempt_execute(inflight *a)
     if (e->cfg.observer)
         a->ended_ns = engine_wall_ns();
     pthread_mutex_lock(&e->mu);
-    a->state = ATTEMPT_SETTLED;
+    engine_attempt_move(e, a, ATTEMPT_SETTLED);
     e->settled++;
     pthread_cond_broadcast(&e->settled_cv);
     pthread_mutex_unlock(&e->mu);
@@ -239,6 +239,7 @@ int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_di
     }
     pthread_mutex_lock(&e->mu);
     a->state = ATTEMPT_CLAIMED;
+    e->held[a->slot]++;
     a->next = e->inflight;
     e->inflight = a;
     e->ninflight++;
@@ -252,7 +253,7 @@ void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
         pthread_mutex_lock(&e->mu);
         bool mine = a->state == ATTEMPT_CLAIMED;
         if (mine && !committed)
-            a->state = ATTEMPT_DONE; /* the claim never happened */
+            engine_attempt_move(e, a, ATTEMPT_DONE); /* the claim never happened */
         pthread_mutex_unlock(&e->mu);
         if (!mine || !committed)
             continue;
@@ -261,7 +262,7 @@ void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
          * inline: step-path.md §4): settled before the next pass, no hand-off */
         if (a->slot == ENGINE_SLOT_INLINE) {
             pthread_mutex_lock(&e->mu);
-            a->state = ATTEMPT_RUNNING;
+            engine_attempt_move(e, a, ATTEMPT_RUNNING);
             pthread_mutex_unlock(&e->mu);
             engine_attempt_execute(a);
             continue;
@@ -269,7 +270,7 @@ void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
         sp_error submit_err = {0};
         if (engine_pool_submit(e, a, &submit_err)) {
             pthread_mutex_lock(&e->mu);
-            a->state = ATTEMPT_SETTLED; /* nothing ran: the lease decides */
+            engine_attempt_move(e, a, ATTEMPT_SETTLED); /* nothing ran: the lease decides */
             a->report_nothing = true;
             pthread_mutex_unlock(&e->mu);
             if (!err->code[0])
@@ -300,7 +301,8 @@ void engine_attempts_report(sp_engine *e, sp_tick_stats *stats)
         pthread_mutex_lock(&e->mu);
         bool mine = a->state == ATTEMPT_SETTLED;
         if (mine)
-            a->state = abandon || a->report_nothing ? ATTEMPT_DONE : ATTEMPT_REPORTING;
+            engine_attempt_move(e, a,
+                                abandon || a->report_nothing ? ATTEMPT_DONE : ATTEMPT_REPORTING);
         mine = mine && a->state == ATTEMPT_REPORTING;
         pthread_mutex_unlock(&e->mu);
         if (mine && !report(a, stats))
@@ -313,7 +315,7 @@ void engine_attempts_reported(sp_engine *e, bool committed)
     pthread_mutex_lock(&e->mu);
     for (inflight *a = e->inflight; a; a = a->next)
         if (a->state == ATTEMPT_REPORTING)
-            a->state = committed ? ATTEMPT_DONE : ATTEMPT_SETTLED;
+            engine_attempt_move(e, a, committed ? ATTEMPT_DONE : ATTEMPT_SETTLED);
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -401,7 +403,7 @@ static bool take_done(sp_engine *e, bool wait_all, inflight **out)
     for (inflight **p = &e->inflight; *p;) {
         inflight *a = *p;
         if (wait_all && (a->state == ATTEMPT_SETTLED || a->state == ATTEMPT_CLAIMED))
-            a->state = ATTEMPT_DONE; /* abandoned: the lease decides */
+            engine_attempt_move(e, a, ATTEMPT_DONE); /* abandoned: the lease decides */
         if (a->state == ATTEMPT_DONE) {
             *p = a->next;
             a->next = *out;
@@ -452,12 +454,23 @@ bool engine_invocation_in_flight(sp_engine *e, const sp_run_key *key, const char
     return holds(e, key, invocation_id);
 }
 
+/* What takes a slot: an attempt claimed and not yet reported. */
+static bool holds_slot(attempt_state s) { return s != ATTEMPT_DONE && s != ATTEMPT_REPORTING; }
+
+void engine_attempt_move(sp_engine *e, inflight *a, attempt_state to)
+{
+    bool before = holds_slot(a->state), after = holds_slot(to);
+    if (before && !after)
+        e->held[a->slot]--;
+    else if (!before && after)
+        e->held[a->slot]++;
+    a->state = to;
+}
+
 void engine_attempts_count(sp_engine *e, uint32_t held[ENGINE_SLOTS])
 {
-    memset(held, 0, ENGINE_SLOTS * sizeof *held);
     pthread_mutex_lock(&e->mu);
-    for (inflight *a = e->inflight; a; a = a->next)
-        held[a->slot] += a->state != ATTEMPT_DONE && a->state != ATTEMPT_REPORTING;
+    memcpy(held, e->held, ENGINE_SLOTS * sizeof *held);
     pthread_mutex_unlock(&e->mu);
 }
 

@@ -168,6 +168,9 @@ struct sp_engine {
     pthread_cond_t settled_cv; /* the tick's wake-up: settled, or wake */
     inflight *inflight;
     uint32_t ninflight;
+    /* e->mu: the attempts that take a slot - every state but reporting and
+     * done - by slot (engine_attempt_move keeps it) */
+    uint32_t held[ENGINE_SLOTS];
     uint32_t settled; /* attempts that ended since the last tick */
     bool wake;        /* something else wants the tick now (an early heartbeat) */
     /* ---- the attempt pool (pool.c) ---- */
@@ -434,6 +437,9 @@ int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reas
 int engine_attempt_claimed(sp_engine *e, sp_claim *claim, const char *package_digest,
                            sp_error *err);
 void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err);
+/* Under e->mu: move `a` to state `to` (every change of an attempt's state
+ * after its claim goes through here: it counts the slots held). */
+void engine_attempt_move(sp_engine *e, inflight *a, attempt_state to);
 /* Some claim of the batch may not start before the batch is on disk: one
  * for the pool (a command, a component, an agent: effects outside this
  * process), or an inline native whose effect is `unsafe`. An inline native

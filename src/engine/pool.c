@@ -28,7 +28,7 @@ static void *pool_main(void *arg)
         e->queue = a->queue_next;
         if (!e->queue)
             e->queue_tail = &e->queue;
-        a->state = ATTEMPT_RUNNING;
+        engine_attempt_move(e, a, ATTEMPT_RUNNING);
         pthread_mutex_unlock(&e->mu);
         engine_attempt_execute(a);
         pthread_mutex_lock(&e->mu);
@@ -63,7 +63,7 @@ int engine_pool_submit(sp_engine *e, inflight *a, sp_error *err)
         e->queue_tail = &e->queue;
     int rc = grow(e, err);
     if (rc == 0) {
-        a->state = ATTEMPT_QUEUED;
+        engine_attempt_move(e, a, ATTEMPT_QUEUED);
         a->queue_next = NULL;
         *e->queue_tail = a;
         e->queue_tail = &a->queue_next;
