@@ -75,11 +75,9 @@ sp_store_rc lg_batch_open(sp_store *s, sp_error *err)
 }
 
 /* The batch's COMMIT: flushed before it returns (ticket NULL), or left to
- * the driver's flusher where it has one (*ticket, 0 when flushed). */
+ * the driver's flusher where it has one (*ticket, left 0 when flushed). */
 static sp_store_rc driver_commit(sp_store *s, uint64_t *ticket, sp_error *err)
 {
-    if (ticket)
-        *ticket = 0;
     if (!ticket || !s->driver->commit_deferred)
         return s->driver->commit(s->conn, err);
     return s->driver->commit_deferred(s->conn, ticket, err);
@@ -115,7 +113,7 @@ sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err)
 
 sp_store_rc sp_store_batch_commit_deferred(sp_store *s, uint64_t *ticket, sp_error *err)
 {
-    *ticket = 0;
+    *ticket = 0; /* also when there is nothing to commit */
     return batch_commit(s, ticket, err);
 }
 

@@ -28,7 +28,9 @@
  *   flush (SQLite): a sequential step's commit is flushed by the store's
  *     own thread while the next inline `idempotent` step runs; an `unsafe`
  *     inline step and a pool step run only once their claim is on disk;
- *     run_until_parked returns with nothing unflushed.
+ *     run_until_parked returns with nothing unflushed;
+ *   --flush-failure (under the fdatasync shim): a failed flush stops the
+ *     engine at once with store.io, and nothing is committed or run after.
  *
  * What it must never do: assert on time, or count what it did itself (the
  * counters are read from the store handle the engine uses, around the
@@ -125,14 +127,10 @@ typedef enum fixture_mode {
     MODE_INLINE, /* registered inline, --concurrency 1 */
 } fixture_mode;
 
-static bool fixture_open(fixture *f, const char *location, fixture_mode mode)
+/* The store at `location` and an engine on it, running f->natives. */
+static bool fixture_start(fixture *f, const char *location, unsigned concurrency)
 {
-    memset(f, 0, sizeof *f);
     sp_error err = {0};
-    f->natives = sp_native_registry_new();
-    unsigned flags = mode == MODE_INLINE ? SP_NATIVE_INLINE : 0;
-    if (!f->natives || sp_native_register_with(f->natives, "noop", fn_noop, NULL, flags, &err))
-        return false;
     f->store = sp_store_open(location, NULL, &err);
     if (!f->store) {
         check_fail(__FILE__, __LINE__, "sp_store_open %s: %s: %s", location, err.code,
@@ -143,14 +141,25 @@ static bool fixture_open(fixture *f, const char *location, fixture_mode mode)
     sp_engine_config cfg = sp_engine_defaults();
     cfg.natives = f->natives;
     cfg.interrupt = &f->stop;
-    if (mode == MODE_INLINE)
-        cfg.max_concurrent_activities = 1;
+    if (concurrency)
+        cfg.max_concurrent_activities = concurrency;
     f->engine = sp_engine_new(f->store, &cfg, &err);
     if (!f->engine) {
         check_fail(__FILE__, __LINE__, "sp_engine_new: %s", err.code);
         sp_error_clear(&err);
     }
     return f->engine != NULL;
+}
+
+static bool fixture_open(fixture *f, const char *location, fixture_mode mode)
+{
+    memset(f, 0, sizeof *f);
+    sp_error err = {0};
+    f->natives = sp_native_registry_new();
+    unsigned flags = mode == MODE_INLINE ? SP_NATIVE_INLINE : 0;
+    if (!f->natives || sp_native_register_with(f->natives, "noop", fn_noop, NULL, flags, &err))
+        return false;
+    return fixture_start(f, location, mode == MODE_INLINE ? 1 : 0);
 }
 
 static void fixture_close(fixture *f)
@@ -427,11 +436,7 @@ static void flush_beside(const char *location)
                                           i < 2 ? SP_NATIVE_INLINE : 0, &err),
                   0);
     }
-    f.store = sp_store_open(location, NULL, &err);
-    sp_engine_config cfg = sp_engine_defaults();
-    cfg.natives = f.natives;
-    f.engine = f.store ? sp_engine_new(f.store, &cfg, &err) : NULL;
-    CHECK(f.engine != NULL);
+    fixture_start(&f, location, 0);
     for (int i = 0; i < 3; i++)
         seen[i]->store = f.store;
     json_t *doc = flush_workflow();
@@ -463,6 +468,41 @@ static void flush_beside(const char *location)
     }
     if (err.code[0])
         printf("flush: %s: %s\n", err.code, err.message);
+    sp_error_clear(&err);
+    fixture_close(&f);
+}
+
+/* Under the fdatasync shim (tests/fixtures/failsync; CTest's
+ * engine.test_step_counts.flush-failure sets LD_PRELOAD and
+ * SPORE_TEST_FAILSYNC_AFTER=0): every sync of the store's flusher fails.
+ * Inline idempotent steps do not wait for their flush, so the next batch's
+ * commit is the one the store refuses: run_until_parked stops at once with
+ * the flush's own store.io (not after store_retry_ms with "kept failing", as
+ * for a store that is only unavailable), and a later tick commits nothing
+ * and runs nothing. */
+static void flush_failure(const char *location)
+{
+    fixture f;
+    atomic_store(&CALLS, 0);
+    sp_run_key key;
+    if (!fixture_open(&f, location, MODE_INLINE) || !start(&f, STEPS, "doomed", &key)) {
+        fixture_close(&f);
+        return;
+    }
+    sp_park park = SP_PARK_COMPLETED;
+    sp_error err = {0};
+    CHECK_INT(sp_engine_run_until_parked(f.engine, &key, &park, NULL, NULL, &err), -1);
+    CHECK_STR(err.code, "store.io");
+    CHECK(strstr(err.message, "could not be flushed to disk") != NULL);
+    CHECK(strstr(err.message, "kept failing") == NULL);
+    sp_error_clear(&err);
+    int calls = atomic_load(&CALLS);
+    printf("sqlite flush failure: stopped after %d of %d steps\n", calls, STEPS);
+    CHECK(calls < STEPS);
+    sp_tick_stats stats;
+    CHECK_INT(sp_engine_tick(f.engine, &stats, &err), -1);
+    CHECK_STR(err.code, "store.io");
+    CHECK_INT(atomic_load(&CALLS), calls); /* nothing claimed, nothing run */
     sp_error_clear(&err);
     fixture_close(&f);
 }
@@ -523,6 +563,15 @@ static void remove_store(const char *dir)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--flush-failure") == 0) {
+        char location[1200], dir[64] = "";
+        if (fresh_location(false, location, sizeof location, dir, sizeof dir))
+            flush_failure(location);
+        else
+            check_fail(__FILE__, __LINE__, "no store");
+        remove_store(dir);
+        return check_done("test_step_counts --flush-failure");
+    }
     bool pg = argc > 1 && strcmp(argv[1], "--postgres") == 0;
     const char *label = pg ? "postgres" : "sqlite";
     char location[1200], dir[64] = "";

@@ -40,6 +40,7 @@ typedef struct sq_conn {
     sp_db_cache statements; /* sqlite3_stmt by SQL text */
     int checkpoint_at;      /* WAL pages at which a commit next checkpoints */
     sqlite3_file *wal;      /* the -wal file while a deferred commit runs, else NULL */
+    bool no_flusher;        /* the flusher could not start: every commit flushes itself */
     /* started by the first deferred commit; read by other threads' counters */
     _Atomic(sq_flusher *) flusher;
 } sq_conn;
@@ -296,26 +297,27 @@ static sp_store_rc sq_commit(void *conn, sp_error *err)
 
 static void sq_rollback(void *conn) { end_tx(conn); }
 
-/* The connection's -wal file (this VFS's), or NULL. */
+/* The connection's -wal file, or NULL. */
 static sqlite3_file *conn_wal(sq_conn *c)
 {
     sqlite3_file *wal = NULL;
     if (sqlite3_file_control(c->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK)
         return NULL;
-    return wal && sp_sqlite_vfs_defer_sync(wal, false) ? wal : NULL;
+    return wal;
 }
 
-/* The flusher, started on first use; NULL when it cannot be (the commit
- * then flushes itself). */
+/* The flusher, started on first use; NULL when it cannot be (every commit
+ * then flushes itself: not tried again). */
 static sq_flusher *flusher_of(sq_conn *c)
 {
     sq_flusher *f = atomic_load(&c->flusher);
-    if (f)
+    if (f || c->no_flusher)
         return f;
     const char *wal = sqlite3_filename_wal(sqlite3_db_filename(c->db, "main"));
     sp_error ignored = {0};
-    f = wal ? sq_flusher_start(wal, &ignored) : NULL;
+    f = wal ? sq_flusher_start(wal, NULL, &ignored) : NULL;
     sp_error_clear(&ignored);
+    c->no_flusher = f == NULL;
     atomic_store(&c->flusher, f);
     return f;
 }
@@ -334,9 +336,8 @@ static sp_store_rc sq_commit_deferred(void *conn, uint64_t *ticket, sp_error *er
         return SP_STORE_CORRUPT;
     }
     sq_flusher *f = flusher_of(c);
-    c->wal = f ? conn_wal(c) : NULL;
-    if (c->wal)
-        sp_sqlite_vfs_defer_sync(c->wal, true);
+    sqlite3_file *wal = f ? conn_wal(c) : NULL;
+    c->wal = wal && sp_sqlite_vfs_defer_sync(wal, true) ? wal : NULL; /* this VFS's file */
     bool deferred = false;
     sp_store_rc rc = commit_statement(c, err);
     if (c->wal) {

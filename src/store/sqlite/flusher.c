@@ -36,15 +36,13 @@
 #include "base/failpoint.h"
 #include "store/sqlite/sqlite.h"
 
-/* Commits that may wait for their flush at once; one more waits. */
-#define SQ_UNFLUSHED_MAX 64u
-
 struct sq_flusher {
     pthread_mutex_t mu;
     pthread_cond_t work; /* a ticket to flush, or stop */
     pthread_cond_t done; /* a sync returned */
     pthread_t thread;
     int fd;             /* the -wal file, read-only: fdatasync needs no more */
+    sq_sync_fn sync;    /* fdatasync, or a test's */
     uint64_t committed; /* the last ticket handed out */
     uint64_t flushed;   /* every ticket up to this one is on disk */
     uint64_t syncs;     /* fdatasync calls that returned */
@@ -64,7 +62,7 @@ static void *flush_loop(void *arg)
         uint64_t target = f->committed; /* every commit written before the sync begins */
         pthread_mutex_unlock(&f->mu);
         sp_failpoint("store.flush.before-sync"); /* committed, maybe not on disk */
-        int rc = fdatasync(f->fd);
+        int rc = f->sync(f->fd);
         int error = rc ? errno : 0;
         sp_failpoint("store.flush.after-sync"); /* on disk, nothing told yet */
         pthread_mutex_lock(&f->mu);
@@ -80,13 +78,14 @@ static void *flush_loop(void *arg)
     return NULL;
 }
 
-sq_flusher *sq_flusher_start(const char *wal_path, sp_error *err)
+sq_flusher *sq_flusher_start(const char *wal_path, sq_sync_fn sync, sp_error *err)
 {
     sq_flusher *f = calloc(1, sizeof *f);
     if (!f) {
         sp_oom(err);
         return NULL;
     }
+    f->sync = sync ? sync : fdatasync;
     f->fd = open(wal_path, O_RDONLY | O_CLOEXEC);
     if (f->fd < 0) {
         sp_fail(err, "store.io", "sqlite: cannot open %s to flush it: %s", wal_path,

@@ -81,7 +81,12 @@ bool sp_sqlite_vfs_sync_deferred(sqlite3_file *wal);
 /* The flusher (flusher.c): a thread that syncs one -wal file for the
  * commits whose sync the VFS left to it, and counts them by ticket. */
 typedef struct sq_flusher sq_flusher;
-sq_flusher *sq_flusher_start(const char *wal_path, sp_error *err);
+/* Commits that may wait for their flush at once; the next one waits. */
+#define SQ_UNFLUSHED_MAX 64u
+/* How the flusher syncs a descriptor: 0, or -1 with errno. */
+typedef int (*sq_sync_fn)(int fd);
+/* `sync` NULL: fdatasync (a test passes its own). */
+sq_flusher *sq_flusher_start(const char *wal_path, sq_sync_fn sync, sp_error *err);
 /* A commit whose sync was left to the flusher: its ticket. Waits while too
  * many commits are unflushed. */
 uint64_t sq_flusher_committed(sq_flusher *f);
