@@ -10,7 +10,9 @@
  *   - a transaction larger than the writer's page cache, so that the writer
  *     spills frames to the WAL and reads them back before it commits;
  *   - a rolled-back transaction leaves nothing, and a reader that opened
- *     before a commit sees it after.
+ *     before a commit sees it after;
+ *   - a commit's sync left to the flusher: only the marked one, never the
+ *     one after a new WAL header, never another file's.
  *
  * What it must never do: read through the VFS under test what it checks
  * (the reader is the default VFS), or pass without comparing every row.
@@ -111,6 +113,77 @@ static int count_rows(sqlite3 *db)
     return n;
 }
 
+/* One marked commit's sync is left out (the flusher's, src/store/sqlite/
+ * flusher.c), but never the sync after a new WAL header - here the first
+ * commit after the TRUNCATE checkpoint - nor a sync of another file; what a
+ * deferred commit wrote is read back by another connection at once. */
+static void deferred_syncs(sqlite3 *w, sqlite3 *r)
+{
+    sqlite3_file *wal = NULL, *main_file = NULL;
+    CHECK_INT(sqlite3_file_control(w, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal), SQLITE_OK);
+    CHECK_INT(sqlite3_file_control(w, "main", SQLITE_FCNTL_FILE_POINTER, &main_file), SQLITE_OK);
+    CHECK(!sp_sqlite_vfs_defer_sync(main_file, true)); /* not a -wal file: never deferred */
+    unsigned long synced = sp_sqlite_vfs_real_syncs(wal);
+    for (int i = 0; i < 3; i++) {
+        CHECK(sp_sqlite_vfs_defer_sync(wal, true));
+        exec_ok(w, "BEGIN IMMEDIATE");
+        insert(w, 300000 + i, 300);
+        exec_ok(w, "COMMIT");
+        CHECK(sp_sqlite_vfs_sync_deferred(wal));
+    }
+    /* the WAL started over at the first: the sync after its new header was real */
+    CHECK_INT(sp_sqlite_vfs_real_syncs(wal), synced + 1);
+    sp_sqlite_vfs_defer_sync(wal, false);
+    exec_ok(w, "BEGIN IMMEDIATE");
+    insert(w, 300003, 300);
+    exec_ok(w, "COMMIT"); /* not marked: synced */
+    CHECK_INT(sp_sqlite_vfs_real_syncs(wal), synced + 2);
+    expect_rows(r, 300000, 300004, 300, "deferred commits");
+}
+
+/* The rule itself, on a -wal file opened through the VFS: a marked sync
+ * that follows a write at offset 0 (the header) is real; the next marked
+ * one is left out; an unmarked one is real. */
+static void header_sync_is_real(const char *dir)
+{
+    char db[160], path[170];
+    snprintf(db, sizeof db, "%s/h.db", dir); /* the unix VFS takes a WAL's mode from it */
+    snprintf(path, sizeof path, "%s-wal", db);
+    FILE *touch = fopen(db, "w");
+    CHECK(touch != NULL);
+    if (touch)
+        fclose(touch);
+    sqlite3_vfs *vfs = sqlite3_vfs_find(SP_SQLITE_VFS);
+    sqlite3_file *f = calloc(1, (size_t)vfs->szOsFile);
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_WAL, out = 0;
+    CHECK(f != NULL);
+    if (!f || vfs->xOpen(vfs, path, f, flags, &out) != SQLITE_OK) {
+        check_fail(__FILE__, __LINE__, "cannot open %s through the VFS", path);
+        free(f);
+        return;
+    }
+    unsigned char bytes[64] = {1};
+    CHECK(sp_sqlite_vfs_defer_sync(f, true));
+    CHECK_INT(f->pMethods->xWrite(f, bytes, 32, 0), SQLITE_OK); /* a header */
+    CHECK_INT(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+    CHECK_INT(sp_sqlite_vfs_real_syncs(f), 1);
+    CHECK(!sp_sqlite_vfs_sync_deferred(f));
+    CHECK(sp_sqlite_vfs_defer_sync(f, true));
+    CHECK_INT(f->pMethods->xWrite(f, bytes, 64, 32), SQLITE_OK); /* a frame */
+    CHECK_INT(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK);
+    CHECK_INT(sp_sqlite_vfs_real_syncs(f), 1);
+    CHECK(sp_sqlite_vfs_sync_deferred(f));
+    CHECK_INT(f->pMethods->xSync(f, SQLITE_SYNC_NORMAL), SQLITE_OK); /* one sync only */
+    CHECK_INT(sp_sqlite_vfs_real_syncs(f), 2);
+    sqlite3_int64 size = 0;
+    CHECK_INT(f->pMethods->xFileSize(f, &size), SQLITE_OK);
+    CHECK_INT(size, 96); /* the deferred sync still wrote what was gathered */
+    f->pMethods->xClose(f);
+    free(f);
+    unlink(path);
+    unlink(db);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/spore-test-vfs-XXXXXX", path[128];
@@ -163,6 +236,8 @@ int main(void)
     r = open_db(path, NULL);
     expect_rows(r, 0, SMALL_COMMITS, 300, "after the checkpoint");
     expect_rows(r, 100000, 100000 + BIG_ROWS, BIG_ROW_BYTES, "after the checkpoint");
+    deferred_syncs(w, r);
+    header_sync_is_real(dir);
     sqlite3_close(r);
     CHECK_INT(sqlite3_close(w), SQLITE_OK);
 

@@ -77,6 +77,8 @@ bool sp_sqlite_vfs_ready(void);
 bool sp_sqlite_vfs_defer_sync(sqlite3_file *wal, bool on);
 /* A sync of `wal` was left to the flusher since defer_sync(on). */
 bool sp_sqlite_vfs_sync_deferred(sqlite3_file *wal);
+/* The syncs of `wal` that reached the file (for tests). */
+unsigned long sp_sqlite_vfs_real_syncs(sqlite3_file *wal);
 
 /* The flusher (flusher.c): a thread that syncs one -wal file for the
  * commits whose sync the VFS left to it, and counts them by ticket. */

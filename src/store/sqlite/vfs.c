@@ -57,6 +57,7 @@ typedef struct wal_file {
     bool defer_sync;     /* the next sync is left to the flusher (one sync only) */
     bool sync_deferred;  /* a sync was left to the flusher since defer_sync was set */
     bool header_written; /* the WAL's header was written: its sync stays real */
+    unsigned long syncs; /* real syncs so far (tests) */
 } wal_file;
 
 static sqlite3_vfs SPORE_VFS;
@@ -131,6 +132,7 @@ static int wal_sync(sqlite3_file *f, int flags)
         return SQLITE_OK;
     }
     w->header_written = false;
+    w->syncs++;
     return w->real->pMethods->xSync(w->real, flags);
 }
 
@@ -246,6 +248,12 @@ bool sp_sqlite_vfs_sync_deferred(sqlite3_file *wal)
 {
     wal_file *w = ours(wal);
     return w && w->sync_deferred;
+}
+
+unsigned long sp_sqlite_vfs_real_syncs(sqlite3_file *wal)
+{
+    wal_file *w = ours(wal);
+    return w ? w->syncs : 0;
 }
 
 static pthread_once_t REGISTERED = PTHREAD_ONCE_INIT;
