@@ -92,12 +92,22 @@ static uint64_t syncs_of(sq_flusher *f, uint64_t *unflushed)
     return syncs;
 }
 
-static void grouping_and_bound(const char *path)
+/* A flusher on `path` whose syncs wait for release(), none started yet. */
+static sq_flusher *held_flusher(const char *path)
 {
     reset();
     sp_error err = {0};
     sq_flusher *f = sq_flusher_start(path, held_sync, &err);
-    CHECK(f != NULL);
+    if (!f)
+        check_fail(__FILE__, __LINE__, "sq_flusher_start: %s: %s", err.code, err.message);
+    sp_error_clear(&err);
+    return f;
+}
+
+static void grouping_and_bound(const char *path)
+{
+    sp_error err = {0};
+    sq_flusher *f = held_flusher(path);
     if (!f)
         return;
     CHECK_INT(sq_flusher_committed(f), 1);
@@ -135,10 +145,8 @@ static void grouping_and_bound(const char *path)
 
 static void failure_is_final(const char *path)
 {
-    reset();
     sp_error err = {0};
-    sq_flusher *f = sq_flusher_start(path, held_sync, &err);
-    CHECK(f != NULL);
+    sq_flusher *f = held_flusher(path);
     if (!f)
         return;
     CHECK_INT(sq_flusher_failed(f, &err), SP_STORE_OK);
