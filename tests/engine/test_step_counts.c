@@ -185,6 +185,89 @@ static bool start(fixture *f, int steps, const char *key, sp_run_key *out)
     return true;
 }
 
+/* ---- PostgreSQL: index entries read, from the server's statistics ---- */
+
+/* One number from `sql` on a session of its own in the store's schema
+ * (named so that it is not one of the engine's); -1 on error. */
+static long long pg_number(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    long long n = r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                          !PQgetisnull(r, 0, 0)
+                      ? atoll(PQgetvalue(r, 0, 0))
+                      : -1;
+    PQclear(r);
+    return n;
+}
+
+/* The scans of the store's secondary unique keys so far
+ * (pg_stat_user_indexes.idx_scan), read once the engine's sessions are gone
+ * (a session reports its statistics at the latest when it exits) and the
+ * sum stopped moving; -1 on error. Scans, not the entries they read: how
+ * many entries a lookup by key reads depends on the dead row versions other
+ * sessions' snapshots keep (a run row updated every step leaves one a step
+ * while any transaction older than the run is open). */
+#define SECONDARY_KEYS                                                                             \
+    "('runs_start_key', 'events_event_id', 'transitions_consumed', 'attempts_number',"             \
+    " 'attempts_fence')"
+static long long pg_key_scans(const char *location)
+{
+    PGconn *c = PQconnectdb(location);
+    long long sum = -1, last = -2;
+    if (PQstatus(c) == CONNECTION_OK)
+        PQclear(PQexec(c, "SET application_name = 'counts-observer'"));
+    for (int waited = 0; PQstatus(c) == CONNECTION_OK && waited < 10000; waited += 100) {
+        long long engines = pg_number(c, "SELECT count(*) FROM pg_stat_activity"
+                                         " WHERE application_name = 'counts-engine'");
+        sum = pg_number(c, "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes"
+                           " WHERE schemaname = current_schema() AND indexrelname IN "
+                           SECONDARY_KEYS);
+        if (engines == 0 && sum >= 0 && sum == last)
+            break;
+        last = sum;
+        usleep(100 * 1000);
+    }
+    PQfinish(c);
+    return sum;
+}
+
+/* A step finds its rows by their primary keys. On a new store the
+ * server's generic plans found a unique key that began with the primary
+ * key's (tenant, run_id) as cheap, and read the run row through
+ * runs_start_key and the attempt through attempts_fence, every run of the
+ * tenant and every attempt of the run a step (docs/postgres.md §3d): 300
+ * scans of those keys over these 100 steps. A start looks its start key up
+ * twice; nothing else of a step may use them. */
+#define KEY_SCANS_MAX 4
+#define OTHER_RUNS 40
+
+/* OTHER_RUNS runs in the tenant, each waiting for a signal. */
+static void waiting_runs(const char *location)
+{
+    fixture f;
+    if (!fixture_open(&f, location, MODE_POOL)) {
+        fixture_close(&f);
+        return;
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:{}, s:{s:{s:s, s:s, s:{s:s}}, s:{s:s}}}",
+                            "format", "runspore.workflow/0.1", "name", "waits", "start", "wait",
+                            "actions", "nodes", "wait", "kind", "await-signal", "signal", "go",
+                            "outcomes", "ok", "done", "done", "kind", "complete");
+    for (int i = 0; i < OTHER_RUNS; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "waiting-%d", i);
+        sp_start_result r;
+        sp_park park = SP_PARK_FAILED;
+        sp_error err = {0};
+        CHECK_INT(sp_engine_start(f.engine, doc, NULL, key, &r, &err), 0);
+        CHECK_INT(sp_engine_run_until_parked(f.engine, &r.key, &park, NULL, NULL, &err), 0);
+        CHECK_INT(park, SP_PARK_WAITING);
+        sp_error_clear(&err);
+    }
+    json_decref(doc);
+    fixture_close(&f);
+}
+
 /* ---- PostgreSQL wake-ups: a session LISTENing on the store's channel ---- */
 
 static PGconn *pg_listen(const char *location)
@@ -239,11 +322,16 @@ static void sequential(const char *location, const char *label)
     fixture f;
     atomic_store(&CALLS, 0);
     sp_run_key key;
+    bool pg = strcmp(label, "postgres") == 0;
+    long long others = 0;
+    if (pg) {
+        waiting_runs(location);
+        others = pg_key_scans(location);
+    }
     if (!fixture_open(&f, location, MODE_POOL) || !start(&f, STEPS, "sequential", &key)) {
         fixture_close(&f);
         return;
     }
-    bool pg = strcmp(label, "postgres") == 0;
     PGconn *listener = pg ? pg_listen(location) : NULL;
     sp_store_counters before, after;
     sp_store_counters_get(f.store, &before);
@@ -277,6 +365,13 @@ static void sequential(const char *location, const char *label)
     }
     PQfinish(listener);
     fixture_close(&f);
+    long long scans = pg ? pg_key_scans(location) - others : 0;
+    if (pg) {
+        printf("%s sequential: %lld scans of secondary unique keys (%d other runs)\n", label,
+               scans, OTHER_RUNS);
+        CHECK(others >= 2 * OTHER_RUNS); /* the statistics are there: each start looked */
+        CHECK(scans >= 0 && scans <= KEY_SCANS_MAX);
+    }
 }
 
 typedef struct server {
@@ -532,8 +627,8 @@ static bool pg_location(char *out, size_t cap)
     ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     PQfinish(c);
-    snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s", url, strchr(url, '?') ? '&' : '?',
-             schema);
+    snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s&application_name=counts-engine", url,
+             strchr(url, '?') ? '&' : '?', schema);
     return ok;
 }
 

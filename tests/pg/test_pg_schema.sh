@@ -9,7 +9,12 @@
 #   otherwise, and with pglz when the store URL chooses pglz
 #   (options=-cdefault_toast_compression=pglz): a setting made elsewhere is
 #   kept. A server without lz4 keeps pglz, and that case is printed as
-#   skipped.
+#   skipped;
+# - its unique keys other than the primary keys lead with the column that
+#   tells rows apart, not with tenant (docs/postgres.md §3d); a store whose
+#   keys lead with (tenant, ...), as an older spore made them, keeps them
+#   when a reader opens it and gets them reordered, with its rows and its
+#   uniqueness kept, when a writer does.
 set -euo pipefail
 source "$(dirname "$0")/../cli/lib.sh" "$@"
 source "$(dirname "$0")/pglib.sh"
@@ -49,6 +54,52 @@ fks=$(constraints "'f'")
 checks=$((checks + 1))
 [ "$(constraints "'p', 'u'")" -ge 10 ] ||
   fail "the store's primary keys and unique constraints are missing"
+
+# keys_by_tenant: the store's unique keys (not primary keys) whose first column is tenant
+keys_by_tenant() {
+  sql "SELECT count(*) FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_namespace n
+    ON n.oid = k.connamespace JOIN pg_catalog.pg_attribute a
+    ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
+    WHERE n.nspname = '$pg_schema' AND k.contype = 'u' AND a.attname = 'tenant'"
+}
+checks=$((checks + 1))
+[ "$(constraints "'u'")" -eq 5 ] || fail "the store has $(constraints "'u'") unique keys, want 5"
+checks=$((checks + 1))
+[ "$(keys_by_tenant)" -eq 0 ] || fail "$(keys_by_tenant) unique keys of a new store lead with tenant"
+sql "ALTER TABLE runs DROP CONSTRAINT runs_start_key, ADD CONSTRAINT runs_start_key UNIQUE (tenant, start_key);
+  ALTER TABLE events DROP CONSTRAINT events_event_id, ADD CONSTRAINT events_event_id UNIQUE (tenant, run_id, event_id);
+  ALTER TABLE transitions DROP CONSTRAINT transitions_consumed,
+    ADD CONSTRAINT transitions_consumed UNIQUE (tenant, run_id, consumed_sequence);
+  ALTER TABLE attempts DROP CONSTRAINT attempts_number,
+    ADD CONSTRAINT attempts_number UNIQUE (tenant, run_id, invocation_id, attempt_number),
+    DROP CONSTRAINT attempts_fence, ADD CONSTRAINT attempts_fence UNIQUE (tenant, run_id, fence)" >/dev/null
+checks=$((checks + 1))
+[ "$(keys_by_tenant)" -eq 5 ] || fail "the older store's keys were not made"
+sp list --db "$db" --json
+expect_rc 0 "a reader opens the older store"
+checks=$((checks + 1))
+[ "$(keys_by_tenant)" -eq 5 ] || fail "a reader changed the older store's keys"
+sp run "$tmp/wide.json" --db "$db" --key after-reorder --json
+expect_rc 0 "a writer opens the older store and runs"
+checks=$((checks + 1))
+[ "$(keys_by_tenant)" -eq 0 ] || fail "a writer left $(keys_by_tenant) keys leading with tenant"
+checks=$((checks + 1))
+[ "$(constraints "'u'")" -eq 5 ] || fail "after the reorder the store has $(constraints "'u'") unique keys"
+checks=$((checks + 1))
+[ "$(sql "SELECT count(*) FROM runs WHERE status = 'completed'")" -eq 2 ] ||
+  fail "the runs are not both completed after the reorder"
+# copy_attempt <attempt number offset>: a copy of one attempt under another
+# ID and fence, with its number moved by the offset
+copy_attempt() {
+  sql "INSERT INTO attempts SELECT tenant, run_id, attempt_id || 'x$1', invocation_id,
+    attempt_number + $1, owner, fence + 1000 + $1, lease_until_ms, deadline_ms, status, result,
+    holder, owner_host, owner_pid, owner_started, expire_reason, started_at_ms, ended_at_ms
+    FROM attempts ORDER BY attempt_id LIMIT 1" >/dev/null 2>&1
+}
+checks=$((checks + 1))
+! copy_attempt 0 || fail "a second attempt of the same invocation and number was accepted after the reorder"
+checks=$((checks + 1))
+copy_attempt 100 || fail "the same copy with another attempt number was refused"
 
 lz4=$(sql "SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'
   AND 'lz4' = ANY(enumvals)")

@@ -88,6 +88,43 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
     "CREATE OR REPLACE TRIGGER timers_notify AFTER INSERT ON timers"                               \
     " FOR EACH STATEMENT EXECUTE FUNCTION spore_notify_work();"
 
+/* The secondary unique keys lead with the column that tells rows apart, not
+ * with (tenant, run_id): the store's statements are prepared once and run
+ * with generic plans, and a key whose first columns are the primary key's
+ * ties with the primary key in cost on a new, empty table. PostgreSQL then
+ * may choose it and read every row of the run (or of the tenant) through
+ * its prefix, filtering on the rest: a sequential step read the run row
+ * through runs_start_key and its attempt through attempts_fence, so a step
+ * cost grew with the runs of the tenant and the steps of the run
+ * (docs/postgres.md §3d). The uniqueness is the same in any column order. */
+#define RUNS_START_KEY "start_key, tenant"
+#define EVENTS_EVENT_ID "event_id, tenant, run_id"
+#define TRANSITIONS_CONSUMED "consumed_sequence, tenant, run_id"
+#define ATTEMPTS_NUMBER "invocation_id, attempt_number, tenant, run_id"
+#define ATTEMPTS_FENCE "fence, tenant, run_id"
+
+/* The keys above that a store an older spore created still leads with
+ * (tenant, ...): their names and tables (a subquery over the catalog). */
+#define OLD_KEYS                                                                                   \
+    "SELECT k.conname, k.conrelid::regclass AS tbl FROM pg_catalog.pg_constraint k"                \
+    " JOIN pg_catalog.pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]"        \
+    " WHERE k.connamespace = (SELECT oid FROM pg_catalog.pg_namespace"                             \
+    " WHERE nspname = current_schema()) AND k.contype = 'u' AND a.attname = 'tenant'"              \
+    " AND k.conname IN ('runs_start_key', 'events_event_id', 'transitions_consumed',"              \
+    " 'attempts_number', 'attempts_fence')"
+
+/* Rebuild each of those keys in the order above, under the schema lock (an
+ * ACCESS EXCLUSIVE lock on its table while its index is built: once). */
+#define REORDER_DDL                                                                                \
+    "DO $$DECLARE old record; BEGIN FOR old IN " OLD_KEYS " LOOP"                                 \
+    " EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I, ADD CONSTRAINT %I UNIQUE (%s)',"          \
+    " old.tbl, old.conname, old.conname, CASE old.conname"                                         \
+    " WHEN 'runs_start_key' THEN '" RUNS_START_KEY "'"                                             \
+    " WHEN 'events_event_id' THEN '" EVENTS_EVENT_ID "'"                                           \
+    " WHEN 'transitions_consumed' THEN '" TRANSITIONS_CONSUMED "'"                                 \
+    " WHEN 'attempts_number' THEN '" ATTEMPTS_NUMBER "' ELSE '" ATTEMPTS_FENCE "' END);"           \
+    " END LOOP; END$$;"
+
 static const char DDL[] =
     "CREATE TABLE meta (key " ID " PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE packages (digest " ID " PRIMARY KEY, body TEXT NOT NULL);"
@@ -102,7 +139,7 @@ static const char DDL[] =
     " quarantine_code " ID ", quarantine_details TEXT, quarantine_at_ms BIGINT,"
     " created_at_ms BIGINT NOT NULL, updated_at_ms BIGINT NOT NULL,"
     " CONSTRAINT runs_pkey PRIMARY KEY (tenant, run_id),"
-    " CONSTRAINT runs_start_key UNIQUE (tenant, start_key),"
+    " CONSTRAINT runs_start_key UNIQUE (" RUNS_START_KEY "),"
     " CHECK (applied_sequence < next_sequence));"
     "CREATE INDEX runs_ready ON runs (tenant, run_id)"
     " WHERE quarantine_code IS NULL AND next_sequence > applied_sequence + 1;"
@@ -111,13 +148,13 @@ static const char DDL[] =
     " event_id " ID " NOT NULL, kind " ID " NOT NULL, body TEXT NOT NULL,"
     " body_digest " ID " NOT NULL, accepted_at_ms BIGINT NOT NULL, consumed_revision BIGINT,"
     " CONSTRAINT events_pkey PRIMARY KEY (tenant, run_id, sequence),"
-    " CONSTRAINT events_event_id UNIQUE (tenant, run_id, event_id));"
+    " CONSTRAINT events_event_id UNIQUE (" EVENTS_EVENT_ID "));"
     "CREATE TABLE transitions ("
     " tenant " ID " NOT NULL, run_id " ID " NOT NULL, revision BIGINT NOT NULL,"
     " consumed_sequence BIGINT NOT NULL, decision_digest " ID " NOT NULL,"
     " snapshot_digest " ID " NOT NULL, diagnostics TEXT NOT NULL, committed_at_ms BIGINT NOT NULL,"
     " CONSTRAINT transitions_pkey PRIMARY KEY (tenant, run_id, revision),"
-    " CONSTRAINT transitions_consumed UNIQUE (tenant, run_id, consumed_sequence));"
+    " CONSTRAINT transitions_consumed UNIQUE (" TRANSITIONS_CONSUMED "));"
     "CREATE TABLE commands ("
     " tenant " ID " NOT NULL, run_id " ID " NOT NULL, command_id " ID " NOT NULL,"
     " revision BIGINT NOT NULL, ordinal BIGINT NOT NULL, activation_id " ID " NOT NULL,"
@@ -141,8 +178,8 @@ static const char DDL[] =
     " owner_host " ID " NOT NULL, owner_pid BIGINT NOT NULL, owner_started BIGINT NOT NULL,"
     " expire_reason " ID ", started_at_ms BIGINT NOT NULL, ended_at_ms BIGINT,"
     " CONSTRAINT attempts_pkey PRIMARY KEY (tenant, run_id, attempt_id),"
-    " CONSTRAINT attempts_number UNIQUE (tenant, run_id, invocation_id, attempt_number),"
-    " CONSTRAINT attempts_fence UNIQUE (tenant, run_id, fence));"
+    " CONSTRAINT attempts_number UNIQUE (" ATTEMPTS_NUMBER "),"
+    " CONSTRAINT attempts_fence UNIQUE (" ATTEMPTS_FENCE "));"
     "CREATE INDEX attempts_lease ON attempts (lease_until_ms, attempt_id, tenant, run_id)"
     " WHERE status = 'running';"
     "CREATE INDEX attempts_deadline ON attempts (deadline_ms, attempt_id, tenant, run_id)"
@@ -246,8 +283,8 @@ static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
     " SELECT pg_advisory_xact_lock(1936748402, hashtext(current_schema()))"
 
 /* What later spores added to schema version 1 (the timers table, the
- * wake-up triggers, the attempt_logs table), created under the schema lock
- * when missing. */
+ * wake-up triggers, the attempt_logs table, the order of the unique keys),
+ * created under the schema lock when missing. */
 static sp_store_rc add_missing(pg_conn *c, sp_error *err)
 {
     PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL AND EXISTS (SELECT 1"
@@ -257,7 +294,8 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
                                   " AND EXISTS (SELECT 1 FROM pg_trigger"
                                   " WHERE tgname = 'events_notify'"
                                   " AND tgrelid = to_regclass('events')"
-                                  " AND tgtype & 1 = 1)"); /* 1: FOR EACH ROW (below) */
+                                  " AND tgtype & 1 = 1)" /* 1: FOR EACH ROW (below) */
+                                  " AND NOT EXISTS (" OLD_KEYS ")");
     sp_store_rc rc = SP_STORE_OK;
     bool present = false;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
@@ -269,8 +307,10 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
         return rc;
     rc = exec(c, LOCK_SCHEMA, "locking the schema", err);
     if (rc == SP_STORE_OK)
-        rc = exec(c, TIMERS_DDL LOGS_DDL NOTIFY_DDL,
-                  "adding the timers and attempt_logs tables and wake-up triggers", err);
+        rc = exec(c, TIMERS_DDL LOGS_DDL NOTIFY_DDL REORDER_DDL,
+                  "adding the timers and attempt_logs tables and wake-up triggers,"
+                  " reordering the unique keys",
+                  err);
     if (rc) {
         PQclear(PQexec(c->db, "ROLLBACK"));
         return rc;
