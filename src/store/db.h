@@ -194,9 +194,13 @@ typedef struct sp_db_batch {
     bool request_open;  /* a request's savepoint (or read) is open */
     bool request_write; /* ... and it is a write (a savepoint) */
     bool request_bare;  /* ... the batch's first write request, run without a
-                         * savepoint on a driver whose writes answer at once
-                         * (SQLite): the transaction holds nothing else, so
+                         * savepoint: the transaction holds nothing else, so
                          * its failure rolls the whole transaction back */
+    bool unanswered;    /* the bare request's deferred writes (a pipelining
+                         * driver's) are not answered yet: the next request
+                         * of the batch has them answered first */
+    bool failed;        /* they failed: the batch can only be aborted */
+    char failure[SP_MESSAGE_MAX]; /* ... and how */
     size_t requests;    /* write requests released into the batch */
     sp_strlist before_commit, after_commit; /* deferred failpoints */
 } sp_db_batch;

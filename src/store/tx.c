@@ -7,7 +7,7 @@
  *
  * Inside a batch (batch.c) held by the calling thread, a request's write
  * transaction is a savepoint of the batch's (begun by the first write; the
- * first write request needs none where writes answer at once) and
+ * first write request needs none) and
  * a read after that runs in the batch's transaction, so a request keeps all
  * its semantics but not its own flush.
  * Counts statements and durable commits for sp_store_counters.
@@ -96,20 +96,48 @@ static bool batch_request(sp_store *s, sp_db_tx mode)
 }
 
 /* A write request that the batch's transaction holds nothing before needs
- * no savepoint of its own where writes answer at once (not a pipelining
- * driver's, whose deferred errors only a RELEASE would surface): its
- * failure rolls the whole transaction back. A sequential step - one
- * request per batch - saves a SAVEPOINT, a RELEASE and the sub-journal's
- * copies of the pages it changes. */
+ * no savepoint of its own: its failure rolls the whole transaction back. A
+ * sequential step - one request per batch - saves a SAVEPOINT and a RELEASE
+ * (on SQLite the sub-journal's copies of the pages it changes, on
+ * PostgreSQL the RELEASE's round trip: its deferred writes are answered by
+ * the COMMIT, or by answer_bare_request before the batch's next request). */
 static bool first_write_request(const sp_store *s)
 {
-    return s->batch.requests == 0 && !s->driver->write;
+    return s->batch.requests == 0;
+}
+
+/* The batch's bare first request left deferred writes unanswered: answer
+ * them before the next request runs, so that their failure is never taken
+ * for that request's. When they failed, the batch can only be aborted
+ * (everything in it is rolled back and the caller tries again): this and
+ * every later request of the batch fail with store.busy. */
+static sp_store_rc answer_bare_request(sp_store *s, sp_error *err)
+{
+    if (s->batch.unanswered) {
+        s->batch.unanswered = false;
+        sp_error cause = {0};
+        s->batch.failed = lg_query(s, "SELECT 1", NULL, 0, NULL, NULL, &cause) != SP_STORE_OK;
+        if (s->batch.failed)
+            snprintf(s->batch.failure, sizeof s->batch.failure, "%s", cause.message);
+        sp_error_clear(&cause);
+    }
+    if (!s->batch.failed)
+        return SP_STORE_OK;
+    return lg_fail(err, SP_STORE_UNAVAILABLE, "store.busy",
+                   "the batch's first request failed when its writes were answered (%s); the"
+                   " batch is rolled back and its requests are to be made again",
+                   s->batch.failure);
 }
 
 static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
 {
     if (lg_in_batch(s))
         s->batch.request_alone = !batch_request(s, mode);
+    if (lg_in_batch(s) && !s->batch.request_alone) {
+        sp_store_rc rc = answer_bare_request(s, err);
+        if (rc)
+            return rc;
+    }
     if (!batch_request(s, mode)) {
         atomic_fetch_add_explicit(&s->statements, mode == SP_DB_ONE ? 0 : 1,
                                   memory_order_relaxed); /* its BEGIN */
@@ -167,6 +195,7 @@ sp_store_rc lg_commit(sp_store *s, sp_error *err)
     sp_store_rc rc = SP_STORE_OK;
     if (s->batch.request_bare) {
         s->batch.requests++;
+        s->batch.unanswered = s->driver->write != NULL;
     } else if (s->batch.request_write) {
         /* immediate: the request's deferred writes answer here, and one that
          * failed undoes the request alone, not the batch */

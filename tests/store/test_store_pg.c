@@ -471,6 +471,71 @@ static void q04_connection_lost(void)
     pg_destroy(&CTX, loc);
 }
 
+/* ---- a batch whose bare first request's deferred write fails ---- */
+
+/* The events of `schema`'s runs, by the admin connection; -1 on error. */
+static int admin_events(const char *schema)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.events", schema);
+    PGresult *r = PQexec(CTX.admin, sql);
+    int n = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return n;
+}
+
+/* A batch's first request runs without a savepoint and its pipelined
+ * writes are answered later (tx.c): here the server refuses the INSERT of
+ * its signal's event (a trigger of the test's). The next request of the
+ * batch must not be blamed for it: it fails with unavailable/store.busy
+ * naming the first request's failure, the batch's commit fails, nothing of
+ * either request is stored, and the same two signals in a new batch commit
+ * once the trigger is gone. */
+static void q04_batch_first_write_fails(void)
+{
+    char schema[64], loc[STORE_LOCATION_MAX], sql[512];
+    CHECK(new_schema(schema, sizeof schema));
+    url_for(loc, sizeof loc, schema, NULL);
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    sp_store *s = open_at(loc, &clock, &err);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    sp_run_key bad = fx_key("run_refused"), good = fx_key("run_next");
+    sp_create_run_res r;
+    sp_append_event_res a;
+    EXPECT_OK(fx_create(s, &bad, "refused", &r, &err), &err);
+    EXPECT_OK(fx_create(s, &good, "next", &r, &err), &err);
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION %s.refuse() RETURNS trigger LANGUAGE plpgsql AS"
+             " $$BEGIN RAISE EXCEPTION 'refused by the test'; END$$;"
+             " CREATE TRIGGER refuse BEFORE INSERT ON %s.events FOR EACH ROW"
+             " WHEN (NEW.run_id = 'run_refused') EXECUTE FUNCTION %s.refuse()",
+             schema, schema, schema);
+    CHECK(admin_exec(sql));
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT_OK(fx_signal(s, &bad, "m1", "go", &a, &err), &err); /* its writes unanswered */
+    sp_store_rc next = fx_signal(s, &good, "m1", "go", &a, &err);
+    CHECK(strstr(err.message, "refused by the test") != NULL); /* whose failure it was */
+    EXPECT(next, &err, SP_STORE_UNAVAILABLE, "store.busy");
+    sp_store_rc rc = sp_store_batch_commit(s, &err);
+    CHECK(rc != SP_STORE_OK && sp_store_rc_transient(rc));
+    sp_error_clear(&err);
+    CHECK(!sp_store_in_batch(s));
+    CHECK_INT(admin_events(schema), 2); /* the two run.started */
+    snprintf(sql, sizeof sql, "DROP TRIGGER refuse ON %s.events", schema);
+    CHECK(admin_exec(sql));
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT_OK(fx_signal(s, &bad, "m1", "go", &a, &err), &err);
+    EXPECT_OK(fx_signal(s, &good, "m1", "go", &a, &err), &err);
+    EXPECT_OK(sp_store_batch_commit(s, &err), &err);
+    CHECK_INT(admin_events(schema), 4);
+    sp_store_close(s);
+    pg_destroy(&CTX, loc);
+}
+
 /* ---- the C API on PostgreSQL ---- */
 
 static int api_step(void *user, const char *input, size_t input_len, spore_call *call)
@@ -524,6 +589,7 @@ static void q04_errors(void)
     q04_busy();
     q04_create_race();
     q04_connection_lost();
+    q04_batch_first_write_fails();
     q04_api();
     printf("postgres Q04 schema, credentials and error mapping: %s\n",
            check_failures == before ? "ok" : "FAILED");
