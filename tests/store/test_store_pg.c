@@ -420,18 +420,28 @@ static void q04_create_race(void)
     store_env_close(&e);
 }
 
+/* A store in a new schema of its own at `loc`, on a manual clock at 1000. */
+static sp_store *fresh_store(char *schema, size_t schema_cap, char loc[STORE_LOCATION_MAX],
+                             manual_clock *clock)
+{
+    CHECK(new_schema(schema, schema_cap));
+    url_for(loc, STORE_LOCATION_MAX, schema, NULL);
+    manual_clock_set(clock, 1000);
+    sp_error err = {0};
+    sp_store *s = open_at(loc, clock, &err);
+    CHECK(s != NULL);
+    sp_error_clear(&err);
+    return s;
+}
+
 /* ---- a connection killed mid-transaction ---- */
 
 static void q04_connection_lost(void)
 {
     char schema[64], loc[STORE_LOCATION_MAX], sql[256];
-    CHECK(new_schema(schema, sizeof schema));
-    url_for(loc, sizeof loc, schema, NULL);
     manual_clock clock;
-    manual_clock_set(&clock, 1000);
     sp_error err = {0};
-    sp_store *s = open_at(loc, &clock, &err);
-    CHECK(s != NULL);
+    sp_store *s = fresh_store(schema, sizeof schema, loc, &clock);
     if (!s)
         return;
     sp_run_key k = fx_key("run_lost");
@@ -494,13 +504,9 @@ static int admin_events(const char *schema)
 static void q04_batch_first_write_fails(void)
 {
     char schema[64], loc[STORE_LOCATION_MAX], sql[512];
-    CHECK(new_schema(schema, sizeof schema));
-    url_for(loc, sizeof loc, schema, NULL);
     manual_clock clock;
-    manual_clock_set(&clock, 1000);
     sp_error err = {0};
-    sp_store *s = open_at(loc, &clock, &err);
-    CHECK(s != NULL);
+    sp_store *s = fresh_store(schema, sizeof schema, loc, &clock);
     if (!s)
         return;
     sp_run_key bad = fx_key("run_refused"), good = fx_key("run_next");
