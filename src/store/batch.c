@@ -98,7 +98,10 @@ static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
     held_batch = NULL; /* the COMMIT is the batch's own, not a request's */
     atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->commits, requests ? 1 : 0, memory_order_relaxed);
+    bool unanswered = s->batch.unanswered;
     sp_store_rc rc = driver_commit(s, ticket, err);
+    if (rc != SP_STORE_OK && unanswered)
+        lg_bare_request_failed(s, rc);
     batch_end(s);
     if (rc == SP_STORE_OK)
         names_fire(&after);

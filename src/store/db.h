@@ -213,6 +213,11 @@ struct sp_store {
     sp_clock clock;
     bool has_clock;
     sp_db_batch batch; /* used only by the thread that holds the batch */
+    /* A bare first request's deferred writes once failed for good (not a
+     * lost connection): from then on every request of a batch gets its own
+     * savepoint, so that the failing one fails alone and the others commit
+     * when the batch is made again (tx.c, answer_bare_request). */
+    bool savepoint_always;
     atomic_ullong commits, statements; /* sp_store_counters */
 };
 

@@ -91,6 +91,10 @@ sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err);
 sp_store_rc lg_begin_scan(sp_store *s, sp_error *err);
 void lg_rollback(sp_store *s);
 sp_store_rc lg_commit(sp_store *s, sp_error *err);
+/* A batch's bare first request's deferred writes failed with `rc` (batch.c,
+ * tx.c): after a failure that is not transient, every request of a batch
+ * on this handle gets its own savepoint. */
+void lg_bare_request_failed(sp_store *s, sp_store_rc rc);
 uint64_t lg_now(sp_store *s);
 
 sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,

@@ -103,7 +103,16 @@ static bool batch_request(sp_store *s, sp_db_tx mode)
  * the COMMIT, or by answer_bare_request before the batch's next request). */
 static bool first_write_request(const sp_store *s)
 {
-    return s->batch.requests == 0;
+    return s->batch.requests == 0 && !s->savepoint_always;
+}
+
+/* The bare first request's deferred writes failed with `rc`: a failure that
+ * is not the connection's or the server's will fail it again, and would
+ * fail every batch it is first in; its savepoint will let it fail alone. */
+void lg_bare_request_failed(sp_store *s, sp_store_rc rc)
+{
+    if (!sp_store_rc_transient(rc))
+        s->savepoint_always = true;
 }
 
 /* The batch's bare first request left deferred writes unanswered: answer
@@ -116,9 +125,12 @@ static sp_store_rc answer_bare_request(sp_store *s, sp_error *err)
     if (s->batch.unanswered) {
         s->batch.unanswered = false;
         sp_error cause = {0};
-        s->batch.failed = lg_query(s, "SELECT 1", NULL, 0, NULL, NULL, &cause) != SP_STORE_OK;
-        if (s->batch.failed)
+        sp_store_rc rc = lg_query(s, "SELECT 1", NULL, 0, NULL, NULL, &cause);
+        s->batch.failed = rc != SP_STORE_OK;
+        if (s->batch.failed) {
             snprintf(s->batch.failure, sizeof s->batch.failure, "%s", cause.message);
+            lg_bare_request_failed(s, rc);
+        }
         sp_error_clear(&cause);
     }
     if (!s->batch.failed)

@@ -494,13 +494,61 @@ static int admin_events(const char *schema)
     return n;
 }
 
+/* A trigger of the test's refuses the events of run_refused (a check
+ * violation: a failure that comes again). */
+static void refuse_events(const char *schema)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION %s.refuse() RETURNS trigger LANGUAGE plpgsql AS"
+             " $$BEGIN RAISE EXCEPTION USING ERRCODE = 'check_violation',"
+             " MESSAGE = 'refused by the test'; END$$;"
+             " CREATE TRIGGER refuse BEFORE INSERT ON %s.events FOR EACH ROW"
+             " WHEN (NEW.run_id = 'run_refused') EXECUTE FUNCTION %s.refuse()",
+             schema, schema, schema);
+    CHECK(admin_exec(sql));
+}
+
+/* The same failure in a batch of one request: the batch's COMMIT answers
+ * it (conflict/store.constraint, not unknown-commit: nothing committed); made
+ * again, the request has its savepoint, fails alone and a second one
+ * commits. */
+static void q04_batch_lone_write_fails(void)
+{
+    char schema[64], loc[STORE_LOCATION_MAX];
+    manual_clock clock;
+    sp_error err = {0};
+    sp_store *s = fresh_store(schema, sizeof schema, loc, &clock);
+    if (!s)
+        return;
+    sp_run_key bad = fx_key("run_refused"), good = fx_key("run_next");
+    sp_create_run_res r;
+    sp_append_event_res a;
+    EXPECT_OK(fx_create(s, &bad, "refused", &r, &err), &err);
+    EXPECT_OK(fx_create(s, &good, "next", &r, &err), &err);
+    refuse_events(schema);
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT_OK(fx_signal(s, &bad, "m1", "go", &a, &err), &err); /* its writes unanswered */
+    EXPECT(sp_store_batch_commit(s, &err), &err, SP_STORE_CONFLICT, "store.constraint");
+    CHECK_INT(admin_events(schema), 2);
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT(fx_signal(s, &bad, "m1", "go", &a, &err), &err, SP_STORE_CONFLICT, "store.constraint");
+    EXPECT_OK(fx_signal(s, &good, "m1", "go", &a, &err), &err);
+    EXPECT_OK(sp_store_batch_commit(s, &err), &err);
+    CHECK_INT(admin_events(schema), 3);
+    sp_store_close(s);
+    pg_destroy(&CTX, loc);
+}
+
 /* A batch's first request runs without a savepoint and its pipelined
  * writes are answered later (tx.c): here the server refuses the INSERT of
- * its signal's event (a trigger of the test's). The next request of the
- * batch must not be blamed for it: it fails with unavailable/store.busy
- * naming the first request's failure, the batch's commit fails, nothing of
- * either request is stored, and the same two signals in a new batch commit
- * once the trigger is gone. */
+ * its signal's event (a trigger of the test's, as a check violation: a
+ * failure that will come again). The next request of the batch must not be
+ * blamed for it: it fails with unavailable/store.busy naming the first
+ * request's failure, the batch's commit fails, and nothing of either
+ * request is stored. Made again, the batch gives the failing request a
+ * savepoint of its own: it fails alone (conflict/store.constraint) and the
+ * other one commits; once the trigger is gone it commits too. */
 static void q04_batch_first_write_fails(void)
 {
     char schema[64], loc[STORE_LOCATION_MAX], sql[512];
@@ -514,13 +562,7 @@ static void q04_batch_first_write_fails(void)
     sp_append_event_res a;
     EXPECT_OK(fx_create(s, &bad, "refused", &r, &err), &err);
     EXPECT_OK(fx_create(s, &good, "next", &r, &err), &err);
-    snprintf(sql, sizeof sql,
-             "CREATE FUNCTION %s.refuse() RETURNS trigger LANGUAGE plpgsql AS"
-             " $$BEGIN RAISE EXCEPTION 'refused by the test'; END$$;"
-             " CREATE TRIGGER refuse BEFORE INSERT ON %s.events FOR EACH ROW"
-             " WHEN (NEW.run_id = 'run_refused') EXECUTE FUNCTION %s.refuse()",
-             schema, schema, schema);
-    CHECK(admin_exec(sql));
+    refuse_events(schema);
     EXPECT_OK(sp_store_batch_begin(s, &err), &err);
     EXPECT_OK(fx_signal(s, &bad, "m1", "go", &a, &err), &err); /* its writes unanswered */
     sp_store_rc next = fx_signal(s, &good, "m1", "go", &a, &err);
@@ -531,11 +573,15 @@ static void q04_batch_first_write_fails(void)
     sp_error_clear(&err);
     CHECK(!sp_store_in_batch(s));
     CHECK_INT(admin_events(schema), 2); /* the two run.started */
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT(fx_signal(s, &bad, "m1", "go", &a, &err), &err, SP_STORE_CONFLICT, "store.constraint");
+    EXPECT_OK(fx_signal(s, &good, "m1", "go", &a, &err), &err);
+    EXPECT_OK(sp_store_batch_commit(s, &err), &err);
+    CHECK_INT(admin_events(schema), 3); /* the other signal alone */
     snprintf(sql, sizeof sql, "DROP TRIGGER refuse ON %s.events", schema);
     CHECK(admin_exec(sql));
     EXPECT_OK(sp_store_batch_begin(s, &err), &err);
     EXPECT_OK(fx_signal(s, &bad, "m1", "go", &a, &err), &err);
-    EXPECT_OK(fx_signal(s, &good, "m1", "go", &a, &err), &err);
     EXPECT_OK(sp_store_batch_commit(s, &err), &err);
     CHECK_INT(admin_events(schema), 4);
     sp_store_close(s);
@@ -596,6 +642,7 @@ static void q04_errors(void)
     q04_create_race();
     q04_connection_lost();
     q04_batch_first_write_fails();
+    q04_batch_lone_write_fails();
     q04_api();
     printf("postgres Q04 schema, credentials and error mapping: %s\n",
            check_failures == before ? "ok" : "FAILED");
