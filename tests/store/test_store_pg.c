@@ -509,6 +509,23 @@ static void refuse_events(const char *schema)
     CHECK(admin_exec(sql));
 }
 
+/* A store in a fresh schema with the runs `bad` and `good`, and the
+ * trigger that refuses bad's events. */
+static sp_store *refusing_store(char *schema, size_t schema_cap, char loc[STORE_LOCATION_MAX],
+                                manual_clock *clock, const sp_run_key *bad,
+                                const sp_run_key *good)
+{
+    sp_store *s = fresh_store(schema, schema_cap, loc, clock);
+    sp_create_run_res r;
+    sp_error err = {0};
+    if (s) {
+        EXPECT_OK(fx_create(s, bad, "refused", &r, &err), &err);
+        EXPECT_OK(fx_create(s, good, "next", &r, &err), &err);
+        refuse_events(schema);
+    }
+    return s;
+}
+
 /* The same failure in a batch of one request: the batch's COMMIT answers
  * it (conflict/store.constraint, not unknown-commit: nothing committed); made
  * again, the request has its savepoint, fails alone and a second one
@@ -518,15 +535,11 @@ static void q04_batch_lone_write_fails(void)
     char schema[64], loc[STORE_LOCATION_MAX];
     manual_clock clock;
     sp_error err = {0};
-    sp_store *s = fresh_store(schema, sizeof schema, loc, &clock);
+    sp_run_key bad = fx_key("run_refused"), good = fx_key("run_next");
+    sp_store *s = refusing_store(schema, sizeof schema, loc, &clock, &bad, &good);
     if (!s)
         return;
-    sp_run_key bad = fx_key("run_refused"), good = fx_key("run_next");
-    sp_create_run_res r;
     sp_append_event_res a;
-    EXPECT_OK(fx_create(s, &bad, "refused", &r, &err), &err);
-    EXPECT_OK(fx_create(s, &good, "next", &r, &err), &err);
-    refuse_events(schema);
     EXPECT_OK(sp_store_batch_begin(s, &err), &err);
     EXPECT_OK(fx_signal(s, &bad, "m1", "go", &a, &err), &err); /* its writes unanswered */
     EXPECT(sp_store_batch_commit(s, &err), &err, SP_STORE_CONFLICT, "store.constraint");
@@ -554,15 +567,11 @@ static void q04_batch_first_write_fails(void)
     char schema[64], loc[STORE_LOCATION_MAX], sql[512];
     manual_clock clock;
     sp_error err = {0};
-    sp_store *s = fresh_store(schema, sizeof schema, loc, &clock);
+    sp_run_key bad = fx_key("run_refused"), good = fx_key("run_next");
+    sp_store *s = refusing_store(schema, sizeof schema, loc, &clock, &bad, &good);
     if (!s)
         return;
-    sp_run_key bad = fx_key("run_refused"), good = fx_key("run_next");
-    sp_create_run_res r;
     sp_append_event_res a;
-    EXPECT_OK(fx_create(s, &bad, "refused", &r, &err), &err);
-    EXPECT_OK(fx_create(s, &good, "next", &r, &err), &err);
-    refuse_events(schema);
     EXPECT_OK(sp_store_batch_begin(s, &err), &err);
     EXPECT_OK(fx_signal(s, &bad, "m1", "go", &a, &err), &err); /* its writes unanswered */
     sp_store_rc next = fx_signal(s, &good, "m1", "go", &a, &err);
