@@ -357,8 +357,11 @@ sp_store_rc lg_check_decision(const sp_commit_turn_req *req, sp_error *err);
  * (revision, pending event) already checked: snapshot digest and size,
  * command IDs, each command's rules; the transition, the run's new state
  * (its delta), each command and what it authorizes (m->claimer: claimed at
- * once). event_consumed: the event was inserted consumed already. */
-sp_store_rc lg_commit_decision(lg_mut *m, const sp_commit_turn_req *req, bool event_consumed,
+ * once). own_decision: settle_attempt's, by the engine's kernel - its event
+ * was inserted consumed already, and the commands that need no invocation's
+ * state are not looked up first (the tables' keys refuse a repeat; see
+ * check_command_ids in ops_commit.c). */
+sp_store_rc lg_commit_decision(lg_mut *m, const sp_commit_turn_req *req, bool own_decision,
                                sp_error *err);
 
 /* ---- format 0.2 commands of a decision (ops_timers.c) ---- */

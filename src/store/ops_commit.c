@@ -129,9 +129,18 @@ static sp_store_rc lookup_command(lg_mut *m, const char *command_id, const char 
     return rc;
 }
 
+static bool guarded_by_keys(const sp_command_rec *c);
+
+/* keys_guard (settle_attempt's own decision, by the engine's kernel, whose
+ * command and invocation IDs derive from the run and a new activation): a
+ * command that needs no invocation's state is not looked up first; the
+ * primary keys of commands and invocations refuse a repeat
+ * (conflict/store.constraint), and the engine then records the result alone
+ * and leaves the decision to commit_turn, which looks everything up. One read
+ * less a step: on PostgreSQL one exchange. */
 static sp_store_rc check_command_ids(lg_mut *m, const sp_commit_turn_req *req,
                                      const command_in *in, known_invocation *known,
-                                     sp_error *err)
+                                     bool keys_guard, sp_error *err)
 {
     sp_store_rc rc = SP_STORE_OK;
     for (size_t i = 0; i < req->ncommands && rc == SP_STORE_OK; i++) {
@@ -140,6 +149,8 @@ static sp_store_rc check_command_ids(lg_mut *m, const sp_commit_turn_req *req,
             if (strcmp(req->commands[j].command_id, id) == 0)
                 return lg_fail(err, SP_STORE_CONFLICT, "command.id-conflict",
                                "command %s is repeated", id);
+        if (keys_guard && guarded_by_keys(&req->commands[i]))
+            continue; /* known[i]: not found */
         bool taken = false;
         rc = lookup_command(m, id, in[i].target, &taken, &known[i], err);
         if (rc == SP_STORE_OK && taken)
@@ -332,12 +343,15 @@ static sp_store_rc timer_cancel(lg_mut *m, const json_t *payload, const known_in
 static const struct command_kind {
     const char *kind;
     bool names;
+    bool reads_state; /* applying it needs the invocation's status (see check_command_ids) */
     sp_store_rc (*apply)(lg_mut *m, const json_t *payload, const known_invocation *k,
                          sp_error *err);
 } COMMAND_KINDS[] = {
-    {"activity.schedule", true, schedule_command}, {"activity.retry", true, retry_command},
-    {"activity.cancel", true, cancel_command},     {"timer.start", false, timer_start},
-    {"timer.cancel", false, timer_cancel},
+    {"activity.schedule", true, false, schedule_command},
+    {"activity.retry", true, true, retry_command},
+    {"activity.cancel", true, true, cancel_command},
+    {"timer.start", false, false, timer_start},
+    {"timer.cancel", false, false, timer_cancel},
 };
 
 static const struct command_kind *kind_of(const char *kind)
@@ -346,6 +360,12 @@ static const struct command_kind *kind_of(const char *kind)
         if (strcmp(kind, COMMAND_KINDS[i].kind) == 0)
             return &COMMAND_KINDS[i];
     return NULL;
+}
+
+static bool guarded_by_keys(const sp_command_rec *c)
+{
+    const struct command_kind *k = kind_of(c->kind);
+    return k && !k->reads_state;
 }
 
 /* Parse a command's payload once (NULL when it is not canonical JSON). */
@@ -471,13 +491,13 @@ static const known_invocation *still_known(const command_in *in, const known_inv
     return &known[i];
 }
 
-static sp_store_rc commit_commands(lg_mut *m, const sp_commit_turn_req *req, bool event_consumed,
+static sp_store_rc commit_commands(lg_mut *m, const sp_commit_turn_req *req, bool own_decision,
                                    command_in *in, known_invocation *known, sp_error *err)
 {
     uint64_t revision = req->expected_revision + 1;
-    sp_store_rc rc = check_command_ids(m, req, in, known, err);
+    sp_store_rc rc = check_command_ids(m, req, in, known, own_decision, err);
     if (rc == SP_STORE_OK)
-        rc = write_transition(m, req, revision, event_consumed, err);
+        rc = write_transition(m, req, revision, own_decision, err);
     for (size_t i = 0; i < req->ncommands && rc == SP_STORE_OK; i++) {
         rc = apply_command(m, &req->commands[i], &in[i], still_known(in, known, i), err);
         if (rc == SP_STORE_OK)
@@ -486,7 +506,7 @@ static sp_store_rc commit_commands(lg_mut *m, const sp_commit_turn_req *req, boo
     return rc;
 }
 
-sp_store_rc lg_commit_decision(lg_mut *m, const sp_commit_turn_req *req, bool event_consumed,
+sp_store_rc lg_commit_decision(lg_mut *m, const sp_commit_turn_req *req, bool own_decision,
                                sp_error *err)
 {
     sp_store_rc rc = check_snapshot(req, err);
@@ -500,7 +520,7 @@ sp_store_rc lg_commit_decision(lg_mut *m, const sp_commit_turn_req *req, bool ev
     for (size_t i = 0; i < n && rc == SP_STORE_OK; i++)
         in[i] = read_command(&req->commands[i]);
     if (rc == SP_STORE_OK)
-        rc = commit_commands(m, req, event_consumed, in, known, err);
+        rc = commit_commands(m, req, own_decision, in, known, err);
     for (size_t i = 0; in && i < n; i++)
         json_decref(in[i].payload);
     free(in);

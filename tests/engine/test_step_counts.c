@@ -57,26 +57,27 @@
 /* A sequential step is one settle_attempt (result, decision, next claim):
  * 14.4 statements measured 2026-12-02 (36.2 before settle_attempt, 17.3
  * before the batch's first request went without a savepoint, 15.3 before
- * the pass skipped its scans after a settle that left nothing); see
+ * the pass skipped its scans after a settle that left nothing), 13.3 since
+ * its schedule command is not looked up first (2026-12-03); see
  * docs/step-path.md for the list. */
-#define STATEMENTS_PER_STEP 17
+#define STATEMENTS_PER_STEP 16
 /* PostgreSQL: 17.5 measured while a request kept its SAVEPOINT and RELEASE
  * there (its pipelined writes answered at the RELEASE); 14.4 since the
- * batch's first request runs bare and its writes answer at the COMMIT
- * (2026-12-03). */
-#define STATEMENTS_PER_STEP_PG 17
+ * batch's first request runs bare and its writes answer at the COMMIT, 13.3
+ * without the schedule command's look-up (2026-12-03). */
+#define STATEMENTS_PER_STEP_PG 16
 /* PostgreSQL: every request sent and waited for (the lock read with the
  * database's clock - BEGIN goes with it - and behind it, in the same
- * exchange, the receipt and attempt read; a command's ID check with its
- * invocation, the outbox read, COMMIT - reads and COMMIT joining the
- * pipelined writes before them - and first prepares); measured
- * 2026-12-02: 40.8 per step before the pipelined writes, 29.9 with them,
- * 8.8 with settle_attempt and reads in the pipeline, 7.6 with BEGIN in it,
- * 6.9 with the lock and known reads in one exchange, 4.9 without the
- * pass's scans after a settle that left nothing for them, 3.8 without the
- * RELEASE's exchange (2026-12-03: the request's writes answer at the
- * COMMIT). Issue 12's goal is about one. */
-#define ROUND_TRIPS_PER_STEP 5
+ * exchange, the receipt and attempt read; the outbox read, COMMIT - reads
+ * and COMMIT joining the pipelined writes before them - and first
+ * prepares); measured 2026-12-02: 40.8 per step before the pipelined
+ * writes, 29.9 with them, 8.8 with settle_attempt and reads in the
+ * pipeline, 7.6 with BEGIN in it, 6.9 with the lock and known reads in one
+ * exchange, 4.9 without the pass's scans after a settle that left nothing
+ * for them; 2026-12-03: 3.8 without the RELEASE's exchange (the request's
+ * writes answer at the COMMIT), 2.7 without the schedule command's ID
+ * check. Issue 12's goal is about one. */
+#define ROUND_TRIPS_PER_STEP 4
 #define RUNS 40
 #define RUN_STEPS 10
 

@@ -11,7 +11,9 @@
  * written), when the run is quarantined or an older event is pending (the
  * result is stored pending); a decision that fails commit_turn's predicates
  * fails the whole request and finish_attempt still takes the result; a
- * decider that passes leaves the event to a later commit_turn.
+ * decider that passes leaves the event to a later commit_turn; a decision
+ * that schedules an invocation the run has already is refused by the
+ * invocations' key (store.constraint), nothing written.
  *
  * What it must never do: look at an adapter's tables (views only).
  */
@@ -245,10 +247,38 @@ static void s15_refused_and_passed(store_env *e)
     sp_claim_free(&c2);
 }
 
+/* settle_attempt does not look its own schedule commands up first
+ * (ops_commit.c, check_command_ids): a decision that schedules an
+ * invocation the run has already, under a new command ID, is refused by the
+ * invocations' key - conflict/store.constraint, nothing written - and
+ * finish_attempt still takes the result. */
+static void s15_repeat_refused_by_keys(store_env *e)
+{
+    sp_error err = {0};
+    sp_settle_res r;
+    sp_run_key k = fx_key("run-s15h");
+    sp_claim c;
+    drive_to_claim(e, &k, "w-settle", 5000, &c);
+    char *before = fx_state(e->a, &k);
+    sp_command_rec extra[] = {schedule("cmd_s15_h", c.attempt.invocation_id, "0")};
+    fx_decider again = {.extra = extra, .nextra = 1};
+    EXPECT(settle(e, &c, "success", &again, &r, &err), &err, SP_STORE_CONFLICT,
+           "store.constraint");
+    char *after = fx_state(e->a, &k);
+    CHECK_STR(after, before);
+    free(before);
+    free(after);
+    sp_finish_res f;
+    EXPECT_OK(fx_finish(e->a, &c.attempt, "success", &f, &err), &err);
+    fx_decider_free(&again);
+    sp_claim_free(&c);
+}
+
 void store_s15_settle(store_env *e)
 {
     s15_commit_and_replay(e);
     s15_claims(e);
     s15_no_turn(e);
     s15_refused_and_passed(e);
+    s15_repeat_refused_by_keys(e);
 }
