@@ -210,6 +210,26 @@ static void s15_no_turn(store_env *e)
     sp_claim_free(&c3);
 }
 
+/* The settle of `c` with decider `dc` is refused whole (conflict/`code`):
+ * the run's state unchanged; finish_attempt then takes the result and
+ * commit_turn decides on it. Frees dc. */
+static void refused_whole(store_env *e, const sp_run_key *k, const sp_claim *c, fx_decider *dc,
+                          const char *code)
+{
+    sp_error err = {0};
+    sp_settle_res r;
+    char *before = fx_state(e->a, k);
+    EXPECT(settle(e, c, "success", dc, &r, &err), &err, SP_STORE_CONFLICT, code);
+    char *after = fx_state(e->a, k);
+    CHECK_STR(after, before);
+    free(before);
+    free(after);
+    sp_finish_res f;
+    EXPECT_OK(fx_finish(e->a, &c->attempt, "success", &f, &err), &err);
+    CHECK_INT(fx_settle(e->a, k), 1);
+    fx_decider_free(dc);
+}
+
 /* A decision that fails commit_turn's predicates fails the request whole;
  * finish_attempt still takes the result. A decider that passes leaves the
  * event pending for commit_turn. */
@@ -220,18 +240,8 @@ static void s15_refused_and_passed(store_env *e)
     sp_run_key k = fx_key("run-s15f");
     sp_claim c;
     drive_to_claim(e, &k, "w-settle", 5000, &c);
-    char *before = fx_state(e->a, &k);
     fx_decider bad = {.bad_digest = true};
-    EXPECT(settle(e, &c, "success", &bad, &r, &err), &err, SP_STORE_CONFLICT,
-           "snapshot.digest-mismatch");
-    char *after = fx_state(e->a, &k);
-    CHECK_STR(after, before);
-    free(before);
-    free(after);
-    sp_finish_res f;
-    EXPECT_OK(fx_finish(e->a, &c.attempt, "success", &f, &err), &err);
-    CHECK_INT(fx_settle(e->a, &k), 1);
-    fx_decider_free(&bad);
+    refused_whole(e, &k, &c, &bad, "snapshot.digest-mismatch");
 
     sp_run_key k2 = fx_key("run-s15g");
     sp_claim c2;
@@ -251,26 +261,15 @@ static void s15_refused_and_passed(store_env *e)
  * (ops_commit.c, check_command_ids): a decision that schedules an
  * invocation the run has already, under a new command ID, is refused by the
  * invocations' key - conflict/store.constraint, nothing written - and
- * finish_attempt still takes the result. */
+ * finish_attempt still takes the result, for commit_turn to decide. */
 static void s15_repeat_refused_by_keys(store_env *e)
 {
-    sp_error err = {0};
-    sp_settle_res r;
     sp_run_key k = fx_key("run-s15h");
     sp_claim c;
     drive_to_claim(e, &k, "w-settle", 5000, &c);
-    char *before = fx_state(e->a, &k);
     sp_command_rec extra[] = {schedule("cmd_s15_h", c.attempt.invocation_id, "0")};
     fx_decider again = {.extra = extra, .nextra = 1};
-    EXPECT(settle(e, &c, "success", &again, &r, &err), &err, SP_STORE_CONFLICT,
-           "store.constraint");
-    char *after = fx_state(e->a, &k);
-    CHECK_STR(after, before);
-    free(before);
-    free(after);
-    sp_finish_res f;
-    EXPECT_OK(fx_finish(e->a, &c.attempt, "success", &f, &err), &err);
-    fx_decider_free(&again);
+    refused_whole(e, &k, &c, &again, "store.constraint");
     sp_claim_free(&c);
 }
 
