@@ -60,6 +60,8 @@ sp_store_rc sp_store_batch_begin(sp_store *s, sp_error *err)
         return lg_fail(err, SP_STORE_CONFLICT, "store.batch-open",
                        "this thread already holds a batch");
     s->batch = (sp_db_batch){0};
+    s->batch.answered_each = s->answered_batches > 0;
+    s->answered_batches -= s->batch.answered_each;
     held_batch = s;
     return SP_STORE_OK;
 }
@@ -91,6 +93,11 @@ static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
         batch_end(s);
         return SP_STORE_OK;
     }
+    if (s->batch.failed) { /* a request's writes failed after it had returned */
+        sp_store_rc rc = lg_batch_usable(s, err);
+        sp_store_batch_abort(s);
+        return rc;
+    }
     sp_strlist after = s->batch.after_commit;
     s->batch.after_commit = (sp_strlist){0};
     size_t requests = s->batch.requests;
@@ -101,7 +108,7 @@ static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
     bool unanswered = s->batch.unanswered;
     sp_store_rc rc = driver_commit(s, ticket, err);
     if (rc != SP_STORE_OK && unanswered)
-        lg_bare_request_failed(s, rc);
+        lg_deferred_writes_failed(s, rc);
     batch_end(s);
     if (rc == SP_STORE_OK)
         names_fire(&after);

@@ -196,10 +196,13 @@ typedef struct sp_db_batch {
     bool request_bare;  /* ... the batch's first write request, run without a
                          * savepoint: the transaction holds nothing else, so
                          * its failure rolls the whole transaction back */
-    bool unanswered;    /* the bare request's deferred writes (a pipelining
-                         * driver's) are not answered yet: the next request
-                         * of the batch has them answered first */
-    bool failed;        /* they failed: the batch can only be aborted */
+    bool answered_each; /* each request's deferred writes are answered at its
+                         * RELEASE, and the first request has a savepoint too
+                         * (after deferred writes failed for good: tx.c) */
+    bool unanswered;    /* deferred writes (a pipelining driver's) of a request
+                         * that has returned are not answered yet: the
+                         * batch's next exchange answers them first */
+    bool failed;        /* that exchange failed: the batch can only be aborted */
     char failure[SP_MESSAGE_MAX]; /* ... and how */
     size_t requests;    /* write requests released into the batch */
     sp_strlist before_commit, after_commit; /* deferred failpoints */
@@ -213,11 +216,11 @@ struct sp_store {
     sp_clock clock;
     bool has_clock;
     sp_db_batch batch; /* used only by the thread that holds the batch */
-    /* A bare first request's deferred writes once failed for good (not a
-     * lost connection): from then on every request of a batch gets its own
-     * savepoint, so that the failing one fails alone and the others commit
-     * when the batch is made again (tx.c, answer_bare_request). */
-    bool savepoint_always;
+    /* Deferred writes of a request once failed for good (not a lost
+     * connection) after it had returned: the next this-many batches answer
+     * each request's writes at its RELEASE, so that the failing one fails
+     * alone and the others commit when the batch is made again (tx.c). */
+    unsigned answered_batches;
     atomic_ullong commits, statements; /* sp_store_counters */
 };
 

@@ -91,10 +91,14 @@ sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err);
 sp_store_rc lg_begin_scan(sp_store *s, sp_error *err);
 void lg_rollback(sp_store *s);
 sp_store_rc lg_commit(sp_store *s, sp_error *err);
-/* A batch's bare first request's deferred writes failed with `rc` (batch.c,
- * tx.c): after a failure that is not transient, every request of a batch
- * on this handle gets its own savepoint. */
-void lg_bare_request_failed(sp_store *s, sp_store_rc rc);
+/* Deferred writes of a request that had returned failed with `rc` (batch.c,
+ * tx.c): after a failure that is not transient, the next batches on this
+ * handle answer each request's writes before the next request runs. */
+void lg_deferred_writes_failed(sp_store *s, sp_store_rc rc);
+/* OK, or - the batch failed when deferred writes were answered (tx.c) -
+ * unavailable/store.busy naming the failure: no request of it runs any
+ * more, and it does not commit. */
+sp_store_rc lg_batch_usable(sp_store *s, sp_error *err);
 uint64_t lg_now(sp_store *s);
 
 sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,

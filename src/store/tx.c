@@ -9,7 +9,9 @@
  * transaction is a savepoint of the batch's (begun by the first write; the
  * first write request needs none) and
  * a read after that runs in the batch's transaction, so a request keeps all
- * its semantics but not its own flush.
+ * its semantics but not its own flush. Where the driver defers writes
+ * (PostgreSQL's pipeline), a request's trailing writes and its RELEASE are
+ * answered by the batch's next exchange: one round trip a request.
  * Counts statements and durable commits for sp_store_counters.
  *
  * What it must never do: interpret rows, retry, or leave a transaction open
@@ -95,50 +97,70 @@ static bool batch_request(sp_store *s, sp_db_tx mode)
     return lg_in_batch(s) && (s->batch.open || mode == SP_DB_WRITE);
 }
 
+/* After deferred writes failed for good, this many batches answer each
+ * request's writes at its own RELEASE (answered_each). */
+#define ANSWERED_BATCHES_AFTER_FAILURE 64
+
+/* The batch answers each request's deferred writes before the next request
+ * runs (a RELEASE that waits), so that a failing request fails alone. */
+static bool answered_each(const sp_store *s)
+{
+    return s->batch.answered_each || !s->driver->write;
+}
+
 /* A write request that the batch's transaction holds nothing before needs
  * no savepoint of its own: its failure rolls the whole transaction back. A
  * sequential step - one request per batch - saves a SAVEPOINT and a RELEASE
- * (on SQLite the sub-journal's copies of the pages it changes, on
- * PostgreSQL the RELEASE's round trip: its deferred writes are answered by
- * the COMMIT, or by answer_bare_request before the batch's next request). */
+ * (on SQLite the sub-journal's copies of the pages it changes). */
 static bool first_write_request(const sp_store *s)
 {
-    return s->batch.requests == 0 && !s->savepoint_always;
+    return s->batch.requests == 0 && !s->batch.answered_each;
 }
 
-/* The bare first request's deferred writes failed with `rc`: a failure that
- * is not the connection's or the server's will fail it again, and would
- * fail every batch it is first in; its savepoint will let it fail alone. */
-void lg_bare_request_failed(sp_store *s, sp_store_rc rc)
+/* A request's deferred writes failed with `rc`, after it had returned: a
+ * failure that is not the connection's or the server's will come again
+ * when the batch is made again, and would fail it every time; the next
+ * batches answer each request's writes on their own, so the failing
+ * request fails alone (tx.c, batch.c). */
+void lg_deferred_writes_failed(sp_store *s, sp_store_rc rc)
 {
     if (!sp_store_rc_transient(rc))
-        s->savepoint_always = true;
+        s->answered_batches = ANSWERED_BATCHES_AFTER_FAILURE;
 }
 
-/* The batch's bare first request left deferred writes unanswered: answer
- * them before the next request runs, so that their failure is never taken
- * for that request's. When they failed, the batch can only be aborted
- * (everything in it is rolled back and the caller tries again): this and
- * every later request of the batch fail with store.busy. */
-static sp_store_rc answer_bare_request(sp_store *s, sp_error *err)
+/* Deferred writes of an earlier request of the batch this thread holds are
+ * not answered yet: the next exchange answers them first. */
+static bool unanswered(const sp_store *s) { return lg_in_batch(s) && s->batch.unanswered; }
+
+sp_store_rc lg_batch_usable(sp_store *s, sp_error *err)
 {
-    if (s->batch.unanswered) {
-        s->batch.unanswered = false;
-        sp_error cause = {0};
-        sp_store_rc rc = lg_query(s, "SELECT 1", NULL, 0, NULL, NULL, &cause);
-        s->batch.failed = rc != SP_STORE_OK;
-        if (s->batch.failed) {
-            snprintf(s->batch.failure, sizeof s->batch.failure, "%s", cause.message);
-            lg_bare_request_failed(s, rc);
-        }
-        sp_error_clear(&cause);
-    }
     if (!s->batch.failed)
         return SP_STORE_OK;
     return lg_fail(err, SP_STORE_UNAVAILABLE, "store.busy",
-                   "the batch's first request failed when its writes were answered (%s); the"
+                   "a request of the batch failed when its writes were answered (%s); the"
                    " batch is rolled back and its requests are to be made again",
                    s->batch.failure);
+}
+
+/* `rc`: the answer of an exchange that also answered deferred writes of an
+ * earlier request of the batch (`earlier`). When it failed, the failure may
+ * be theirs - PostgreSQL skips everything after a failed statement of a
+ * pipeline - and that request has returned already: the batch can only be
+ * aborted (everything in it is rolled back and the caller makes its
+ * requests again), and this and every later request of it fail with
+ * store.busy naming the failure. */
+static sp_store_rc answered(sp_store *s, bool earlier, sp_store_rc rc, sp_error *err)
+{
+    if (!earlier)
+        return rc;
+    s->batch.unanswered = false;
+    if (rc == SP_STORE_OK || s->batch.failed)
+        return rc;
+    s->batch.failed = true;
+    snprintf(s->batch.failure, sizeof s->batch.failure, "%s", err->message);
+    lg_deferred_writes_failed(s, rc);
+    sp_error_clear(err);
+    return lg_batch_usable(s, err);
 }
 
 static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
@@ -146,7 +168,7 @@ static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
     if (lg_in_batch(s))
         s->batch.request_alone = !batch_request(s, mode);
     if (lg_in_batch(s) && !s->batch.request_alone) {
-        sp_store_rc rc = answer_bare_request(s, err);
+        sp_store_rc rc = lg_batch_usable(s, err);
         if (rc)
             return rc;
     }
@@ -185,7 +207,10 @@ void lg_rollback(sp_store *s)
         s->driver->rollback(s->conn);
         return;
     }
-    if (s->batch.request_open && s->batch.request_bare) {
+    if (s->batch.failed) {
+        /* not to its savepoint: an earlier request's may be the one left
+         * (its RELEASE skipped), and that request has returned */
+    } else if (s->batch.request_open && s->batch.request_bare) {
         s->driver->rollback(s->conn); /* it held only this request */
         s->batch.open = false;
     } else if (s->batch.request_open && s->batch.request_write) {
@@ -208,6 +233,13 @@ sp_store_rc lg_commit(sp_store *s, sp_error *err)
     if (s->batch.request_bare) {
         s->batch.requests++;
         s->batch.unanswered = s->driver->write != NULL;
+    } else if (s->batch.request_write && !answered_each(s)) {
+        /* deferred: answered by the batch's next exchange (answered) */
+        rc = lg_write(s, "RELEASE SAVEPOINT spore_request", NULL, 0, -1, err);
+        if (rc == SP_STORE_OK)
+            s->batch.requests++, s->batch.unanswered = true;
+        else /* answered on the way (a prepare, a full pipeline): its own failure */
+            lg_rollback(s);
     } else if (s->batch.request_write) {
         /* immediate: the request's deferred writes answer here, and one that
          * failed undoes the request alone, not the batch */
@@ -233,7 +265,9 @@ sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size
     if (out)
         *out = (sp_db_rows){0};
     atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
-    return s->driver->query(s->conn, sql, params, nparams, out, changes, err);
+    bool earlier = unanswered(s);
+    return answered(s, earlier, s->driver->query(s->conn, sql, params, nparams, out, changes, err),
+                    err);
 }
 
 sp_store_rc lg_write(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
@@ -241,7 +275,11 @@ sp_store_rc lg_write(sp_store *s, const char *sql, const sp_db_val *params, size
 {
     if (s->driver->write) {
         atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
-        return s->driver->write(s->conn, sql, params, nparams, expect_rows, err);
+        /* a full pipeline is answered first: its failure may be an earlier
+         * request's (its success answers them, unseen: they stay unanswered) */
+        bool earlier = unanswered(s);
+        sp_store_rc rc = s->driver->write(s->conn, sql, params, nparams, expect_rows, err);
+        return rc ? answered(s, earlier, rc, err) : rc;
     }
     int64_t changes = 0;
     sp_store_rc rc = lg_query(s, sql, params, nparams, NULL, &changes, err);
@@ -265,7 +303,8 @@ sp_store_rc lg_query_all(sp_store *s, const sp_db_read *reads, size_t n, sp_db_r
         outs[i] = (sp_db_rows){0};
     if (s->driver->query_all) {
         atomic_fetch_add_explicit(&s->statements, n, memory_order_relaxed);
-        return s->driver->query_all(s->conn, reads, n, outs, err);
+        bool earlier = unanswered(s);
+        return answered(s, earlier, s->driver->query_all(s->conn, reads, n, outs, err), err);
     }
     sp_store_rc rc = SP_STORE_OK;
     for (size_t i = 0; i < n && rc == SP_STORE_OK; i++)

@@ -509,19 +509,35 @@ static void refuse_events(const char *schema)
     CHECK(admin_exec(sql));
 }
 
-/* A batch's first request runs without a savepoint and its pipelined
- * writes are answered later (tx.c): here the server refuses the INSERT of
- * its signal's event (a trigger of the test's, as a check violation: a
- * failure that will come again). Nothing of the batch is stored:
- *   - with a second request behind it, that request must not be blamed: it
- *     fails with unavailable/store.busy naming the first request's failure,
- *     and the batch's commit fails (transient: the batch is made again);
- *   - alone, the batch's COMMIT answers it: conflict/store.constraint, not
- *     unknown-commit.
- * Made again, the batch gives the failing request a savepoint of its own:
- * it fails alone (conflict/store.constraint) and the other one commits;
- * once the trigger is gone it commits too. */
-static void q04_batch_first_write_fails(bool alone)
+/* Where the failing request stands in its batch. */
+typedef enum fail_place {
+    FAIL_ALONE,  /* the batch's only request */
+    FAIL_FIRST,  /* first, another request behind it */
+    FAIL_SECOND, /* behind a request, another one behind it */
+} fail_place;
+
+/* Signal `message` to run `run`. */
+static sp_store_rc batch_signal(sp_store *s, const char *run, const char *message, sp_error *err)
+{
+    sp_run_key key = fx_key(run);
+    sp_append_event_res a;
+    return fx_signal(s, &key, message, "go", &a, err);
+}
+
+/* A request's pipelined writes and its RELEASE are answered by the batch's
+ * next exchange (tx.c), after the request has returned: here the server
+ * refuses the INSERT of a signal's event (a trigger of the test's, as a
+ * check violation: a failure that will come again). Nothing of the batch
+ * is stored:
+ *   - with a request behind it, that request must not be blamed: it fails
+ *     with unavailable/store.busy naming the refusal, and the batch's commit
+ *     fails (transient: the batch is made again);
+ *   - alone (its writes answered by the COMMIT): conflict/store.constraint,
+ *     not unknown-commit.
+ * Made again, the batch answers each request's writes on its own: the
+ * failing request fails alone (conflict/store.constraint) and the others
+ * commit; once the trigger is gone it commits too. */
+static void q04_batch_write_fails(fail_place place)
 {
     char schema[64], loc[STORE_LOCATION_MAX], sql[256];
     manual_clock clock;
@@ -529,18 +545,31 @@ static void q04_batch_first_write_fails(bool alone)
     sp_store *s = fresh_store(schema, sizeof schema, loc, &clock);
     if (!s)
         return;
-    sp_run_key bad = fx_key("run_refused"), good = fx_key("run_next");
+    static const char *const RUNS[] = {"run_before", "run_refused", "run_after"};
     sp_create_run_res cr;
-    sp_append_event_res a;
-    EXPECT_OK(fx_create(s, &bad, "refused", &cr, &err), &err);
-    EXPECT_OK(fx_create(s, &good, "next", &cr, &err), &err);
-    refuse_events(schema);
+    for (int i = 0; i < 3; i++) {
+        sp_run_key key = fx_key(RUNS[i]);
+        EXPECT_OK(fx_create(s, &key, RUNS[i], &cr, &err), &err);
+    }
+    /* one batch of all three first: the connection has every statement
+     * prepared (a prepare waits, and would answer the writes before it) */
     EXPECT_OK(sp_store_batch_begin(s, &err), &err);
-    EXPECT_OK(fx_signal(s, &bad, "m1", "go", &a, &err), &err); /* its writes unanswered */
-    if (alone) {
+    for (int i = 0; i < 3; i++)
+        EXPECT_OK(batch_signal(s, RUNS[i], "m0", &err), &err);
+    EXPECT_OK(sp_store_batch_commit(s, &err), &err);
+    const int before = 6; /* three run.started, three m0 */
+    refuse_events(schema);
+    const char *const *batch = RUNS + (place == FAIL_SECOND ? 0 : 1); /* refused: batch[refused] */
+    size_t n = place == FAIL_ALONE ? 1 : 2 + (place == FAIL_SECOND);
+    size_t refused = place == FAIL_SECOND;
+    size_t returning = place == FAIL_ALONE ? 1 : n - 1; /* the refused one's writes unanswered */
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    for (size_t i = 0; i < returning; i++)
+        EXPECT_OK(batch_signal(s, batch[i], "m1", &err), &err);
+    if (place == FAIL_ALONE) {
         EXPECT(sp_store_batch_commit(s, &err), &err, SP_STORE_CONFLICT, "store.constraint");
     } else {
-        sp_store_rc next = fx_signal(s, &good, "m1", "go", &a, &err);
+        sp_store_rc next = batch_signal(s, batch[n - 1], "m1", &err);
         CHECK(strstr(err.message, "refused by the test") != NULL); /* whose failure it was */
         EXPECT(next, &err, SP_STORE_UNAVAILABLE, "store.busy");
         sp_store_rc rc = sp_store_batch_commit(s, &err);
@@ -548,18 +577,22 @@ static void q04_batch_first_write_fails(bool alone)
         sp_error_clear(&err);
     }
     CHECK(!sp_store_in_batch(s));
-    CHECK_INT(admin_events(schema), 2); /* the two run.started */
+    CHECK_INT(admin_events(schema), before);
     EXPECT_OK(sp_store_batch_begin(s, &err), &err);
-    EXPECT(fx_signal(s, &bad, "m1", "go", &a, &err), &err, SP_STORE_CONFLICT, "store.constraint");
-    EXPECT_OK(fx_signal(s, &good, "m1", "go", &a, &err), &err);
+    for (size_t i = 0; i < n; i++)
+        if (i == refused)
+            EXPECT(batch_signal(s, batch[i], "m1", &err), &err, SP_STORE_CONFLICT,
+                   "store.constraint");
+        else
+            EXPECT_OK(batch_signal(s, batch[i], "m1", &err), &err);
     EXPECT_OK(sp_store_batch_commit(s, &err), &err);
-    CHECK_INT(admin_events(schema), 3); /* the other signal alone */
+    CHECK_INT(admin_events(schema), before + (int)n - 1); /* the others' signals alone */
     snprintf(sql, sizeof sql, "DROP TRIGGER refuse ON %s.events", schema);
     CHECK(admin_exec(sql));
     EXPECT_OK(sp_store_batch_begin(s, &err), &err);
-    EXPECT_OK(fx_signal(s, &bad, "m1", "go", &a, &err), &err);
+    EXPECT_OK(batch_signal(s, RUNS[1], "m1", &err), &err);
     EXPECT_OK(sp_store_batch_commit(s, &err), &err);
-    CHECK_INT(admin_events(schema), 4);
+    CHECK_INT(admin_events(schema), before + (int)n);
     sp_store_close(s);
     pg_destroy(&CTX, loc);
 }
@@ -617,8 +650,9 @@ static void q04_errors(void)
     q04_busy();
     q04_create_race();
     q04_connection_lost();
-    q04_batch_first_write_fails(false);
-    q04_batch_first_write_fails(true);
+    q04_batch_write_fails(FAIL_ALONE);
+    q04_batch_write_fails(FAIL_FIRST);
+    q04_batch_write_fails(FAIL_SECOND);
     q04_api();
     printf("postgres Q04 schema, credentials and error mapping: %s\n",
            check_failures == before ? "ok" : "FAILED");
