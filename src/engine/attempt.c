@@ -292,9 +292,26 @@ bool engine_attempts_need_flush(sp_engine *e)
 
 /* ---- the tick's side ---- */
 
+/* The settles this pass will make (report below): their runs locked and
+ * first reads made together, where the store can. */
+static void lock_ahead(sp_engine *e, bool abandon)
+{
+    const sp_attempt_ref *refs[SP_LOCK_AHEAD_MAX];
+    size_t n = 0;
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a && n < SP_LOCK_AHEAD_MAX && !abandon; a = a->next)
+        if (a->state == ATTEMPT_SETTLED && !a->report_nothing && !a->lost &&
+            a->out.kind != SP_OUTPUT_HELD)
+            refs[n++] = &a->claim.attempt;
+    pthread_mutex_unlock(&e->mu);
+    if (n > 1)
+        ledger_lock_ahead_settles(e, refs, n);
+}
+
 void engine_attempts_report(sp_engine *e, sp_tick_stats *stats)
 {
     bool abandon = engine_abandoning(e);
+    lock_ahead(e, abandon);
     /* Only the tick adds to or frees from the list, so it may walk it
      * without the lock; states are read and moved under it. */
     for (inflight *a = e->inflight; a; a = a->next) {

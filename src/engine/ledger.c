@@ -4,6 +4,7 @@
  * all of them.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/random.h"
@@ -298,6 +299,26 @@ sp_store_rc ledger_settle(sp_engine *e, const sp_attempt_ref *ref, const char *b
     sp_store_rc rc;
     ENGINE_RETRY(e, rc, err, sp_store_settle_attempt(e->store, &req, res, err));
     return rc;
+}
+
+void ledger_lock_ahead_settles(sp_engine *e, const sp_attempt_ref *const *refs, size_t n)
+{
+    if (n > SP_LOCK_AHEAD_MAX)
+        n = SP_LOCK_AHEAD_MAX;
+    char(*ids)[SP_STORE_REQUEST_ID_MAX] = n ? calloc(n, sizeof *ids) : NULL;
+    sp_lock_ahead *reqs = n ? calloc(n, sizeof *reqs) : NULL;
+    if (ids && reqs) { /* out of memory: each settle reads on its own */
+        for (size_t i = 0; i < n; i++) {
+            request_id(e, ID_SETTLE, refs[i]->attempt_id, NULL, ids[i]); /* as ledger_settle's */
+            reqs[i] = (sp_lock_ahead){refs[i], ids[i]};
+        }
+        sp_error err = {0};
+        sp_store_rc rc;
+        ENGINE_RETRY(e, rc, &err, sp_store_batch_lock_ahead(e->store, reqs, n, &err));
+        sp_error_clear(&err); /* the batch failed: its requests say so, and it is aborted */
+    }
+    free(ids);
+    free(reqs);
 }
 
 sp_store_rc ledger_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason,

@@ -81,6 +81,10 @@ sp_store_rc ledger_finish_or_keep(struct sp_engine *e, const sp_attempt_ref *ref
  * claims it asks for, in one request (store.h settle_attempt). */
 sp_store_rc ledger_settle(struct sp_engine *e, const sp_attempt_ref *ref, const char *body, size_t len,
                           const sp_decider *decider, sp_settle_res *res, sp_error *err);
+/* In the tick's batch, before the settles of these `n` attempts: their
+ * runs locked and their first reads made in one exchange where the store
+ * can (sp_store_batch_lock_ahead); a failure fails the batch. */
+void ledger_lock_ahead_settles(struct sp_engine *e, const sp_attempt_ref *const *refs, size_t n);
 /* Expire an attempt: request expire/<attemptId>. */
 sp_store_rc ledger_expire(struct sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reason,
                           sp_finish_res *res, sp_error *err);

@@ -49,6 +49,7 @@ void lg_failpoint(sp_store *s, const char *name, bool after_commit)
 static void batch_end(sp_store *s)
 {
     held_batch = NULL;
+    lg_ahead_clear(s);
     sp_strlist_clear(&s->batch.before_commit);
     sp_strlist_clear(&s->batch.after_commit);
     s->batch = (sp_db_batch){0};

@@ -205,6 +205,8 @@ typedef struct sp_db_batch {
     bool failed;        /* that exchange failed: the batch can only be aborted */
     char failure[SP_MESSAGE_MAX]; /* ... and how */
     size_t requests;    /* write requests released into the batch */
+    struct lg_ahead *ahead; /* first reads made ahead (lock_ahead.c) */
+    size_t nahead;
     sp_strlist before_commit, after_commit; /* deferred failpoints */
 } sp_db_batch;
 

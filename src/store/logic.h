@@ -99,6 +99,10 @@ void lg_deferred_writes_failed(sp_store *s, sp_store_rc rc);
  * unavailable/store.busy naming the failure: no request of it runs any
  * more, and it does not commit. */
 sp_store_rc lg_batch_usable(sp_store *s, sp_error *err);
+/* Fail the batch this thread holds with `rc` (*err: why; then replaced by
+ * lg_batch_usable's answer, which it returns): its transaction can only be
+ * rolled back. */
+sp_store_rc lg_batch_fail(sp_store *s, sp_store_rc rc, sp_error *err);
 uint64_t lg_now(sp_store *s);
 
 sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
@@ -219,6 +223,29 @@ typedef struct lg_mut {
     sp_db_rows known;       /* the receipt (and the prefetched attempt) read after the lock */
     const sp_attempt_ref *prefetched; /* the attempt whose row `known` holds */
 } lg_mut;
+
+/* A request's first two reads (request.c): the run row locked (with the
+ * database's clock where the driver has one), then its receipt and - for a
+ * request about an attempt - the attempt's row. `f` holds their SQL and
+ * parameters (borrowing the strings given) and must stay where it is
+ * until they have run. */
+typedef struct lg_first_reads {
+    char lock_sql[1024];
+    sp_db_val lock_params[2], known_params[6];
+    sp_db_read reads[2];
+} lg_first_reads;
+void lg_first_reads_make(sp_store *s, const sp_run_key *key, const char *request_id,
+                         const sp_attempt_ref *attempt, lg_first_reads *f);
+/* The first reads the batch made ahead for this request (lock_ahead.c):
+ * true with *run and *known (the caller's to free) when it made them for
+ * the same run, request ID and attempt, and no request of the batch
+ * locked the run since; false otherwise, and then none are kept for that
+ * run any more. */
+bool lg_ahead_take(sp_store *s, const sp_run_key *key, const char *request_id,
+                   const sp_attempt_ref *attempt, sp_db_rows *run, sp_db_rows *known);
+/* Forget every read made ahead (the batch ended, or its transaction was
+ * rolled back and released their locks). */
+void lg_ahead_clear(sp_store *s);
 
 /* The run row was there when the request locked it. */
 bool lg_run_exists(const lg_mut *m);

@@ -298,18 +298,43 @@ static sp_store_rc request_digest(const char *op, json_t *body, char *out, sp_er
 
 /* The run row, locked (PostgreSQL: FOR UPDATE, with the database's clock
  * sampled once the lock is held), into `sql`. */
-static void lock_sql(const lg_mut *m, char *sql, size_t cap)
+static void lock_sql(sp_store *s, char *sql, size_t cap)
 {
-    const char *now_sql = m->s->driver->now_sql ? m->s->driver->now_sql(m->s->conn) : NULL;
+    const char *now_sql = s->driver->now_sql ? s->driver->now_sql(s->conn) : NULL;
     if (now_sql)
         snprintf(sql, cap,
                  "WITH r AS MATERIALIZED (SELECT " LG_RUN_COLS
                  " FROM runs WHERE tenant = ? AND run_id = ?%s) SELECT r.*, %s FROM r",
-                 m->s->driver->dialect.for_update, now_sql);
+                 s->driver->dialect.for_update, now_sql);
     else
         snprintf(sql, cap,
                  "SELECT " LG_RUN_COLS ", NULL FROM runs WHERE tenant = ? AND run_id = ?%s",
-                 m->s->driver->dialect.for_update);
+                 s->driver->dialect.for_update);
+}
+
+void lg_first_reads_make(sp_store *s, const sp_run_key *key, const char *request_id,
+                         const sp_attempt_ref *attempt, lg_first_reads *f)
+{
+    const char *t = key->tenant, *r = key->run_id;
+    lock_sql(s, f->lock_sql, sizeof f->lock_sql);
+    f->lock_params[0] = DB_TEXT(t), f->lock_params[1] = DB_TEXT(r);
+    f->known_params[0] = DB_TEXT(t), f->known_params[1] = DB_TEXT(r);
+    f->known_params[2] = DB_TEXT(request_id);
+    f->reads[0] = (sp_db_read){f->lock_sql, f->lock_params, 2};
+    f->reads[1] = (sp_db_read){"SELECT rc.request_digest, rc.value FROM (SELECT 1 AS one) d"
+                               " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ?"
+                               " AND rc.request_id = ?",
+                               f->known_params, 3};
+    if (!attempt)
+        return;
+    f->known_params[3] = DB_TEXT(t), f->known_params[4] = DB_TEXT(r);
+    f->known_params[5] = DB_TEXT(attempt->attempt_id);
+    f->reads[1] = (sp_db_read){
+        "SELECT rc.request_digest, rc.value, a.invocation_id, a.attempt_number, a.owner,"
+        " a.fence, a.lease_until_ms, a.deadline_ms, a.status FROM (SELECT 1 AS one) d"
+        " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ? AND rc.request_id = ?"
+        " LEFT JOIN attempts a ON a.tenant = ? AND a.run_id = ? AND a.attempt_id = ?",
+        f->known_params, 6};
 }
 
 /* Lock the run, then read what the request already knows - its receipt
@@ -317,34 +342,18 @@ static void lock_sql(const lg_mut *m, char *sql, size_t cap)
  * one exchange: the second runs once the first holds the lock, so it sees
  * every commit before the lock (under PostgreSQL's READ COMMITTED one
  * statement could not: its other tables would be read in the snapshot
- * taken before the lock wait). */
+ * taken before the lock wait). The batch may have made both reads ahead
+ * (lock_ahead.c). */
 static sp_store_rc lock_and_read_known(lg_mut *m, const char *request_id,
                                        const sp_attempt_ref *attempt, sp_error *err)
 {
-    const char *t = m->key->tenant, *r = m->key->run_id;
-    char sql[1024];
-    lock_sql(m, sql, sizeof sql);
-    const sp_db_val lock_params[] = {DB_TEXT(t), DB_TEXT(r)};
-    const sp_db_val receipt_params[] = {DB_TEXT(t), DB_TEXT(r), DB_TEXT(request_id)};
-    sp_db_read reads[2] = {{sql, lock_params, 2},
-                           {"SELECT rc.request_digest, rc.value FROM (SELECT 1 AS one) d"
-                            " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ?"
-                            " AND rc.request_id = ?",
-                            receipt_params, 3}};
-    const sp_db_val known_params[] = {DB_TEXT(t), DB_TEXT(r), DB_TEXT(request_id),
-                                      DB_TEXT(t), DB_TEXT(r),
-                                      DB_TEXT(attempt ? attempt->attempt_id : "")};
-    if (attempt) {
-        m->prefetched = attempt;
-        reads[1] = (sp_db_read){
-            "SELECT rc.request_digest, rc.value, a.invocation_id, a.attempt_number, a.owner,"
-            " a.fence, a.lease_until_ms, a.deadline_ms, a.status FROM (SELECT 1 AS one) d"
-            " LEFT JOIN receipts rc ON rc.tenant = ? AND rc.run_id = ? AND rc.request_id = ?"
-            " LEFT JOIN attempts a ON a.tenant = ? AND a.run_id = ? AND a.attempt_id = ?",
-            known_params, 6};
-    }
+    m->prefetched = attempt;
+    if (lg_ahead_take(m->s, m->key, request_id, attempt, &m->run, &m->known))
+        return SP_STORE_OK;
+    lg_first_reads f;
+    lg_first_reads_make(m->s, m->key, request_id, attempt, &f);
     sp_db_rows outs[2];
-    sp_store_rc rc = lg_query_all(m->s, reads, 2, outs, err);
+    sp_store_rc rc = lg_query_all(m->s, f.reads, 2, outs, err);
     m->run = outs[0];
     m->known = outs[1];
     return rc;

@@ -821,6 +821,30 @@ sp_store_rc sp_store_batch_commit_deferred(sp_store *s, uint64_t *ticket, sp_err
 sp_store_rc sp_store_wait_flushed(sp_store *s, uint64_t ticket, sp_error *err);
 /* Roll the whole batch back (nothing of it happened). No-op without one. */
 void sp_store_batch_abort(sp_store *s);
+
+/* A request about to be made in the open batch (sp_store_batch_lock_ahead):
+ * its request ID and the attempt it is about (its key names the run). */
+typedef struct sp_lock_ahead {
+    const sp_attempt_ref *attempt;
+    const char *request_id;
+} sp_lock_ahead;
+
+/* At most this many requests are locked ahead in one call (more lock on
+ * their own). */
+#define SP_LOCK_AHEAD_MAX 64
+
+/* Inside the batch this thread holds, between its requests: lock the runs
+ * of requests about to be made and read what each one reads first (its
+ * receipt, its attempt) in ONE exchange, where the driver sends reads
+ * together (PostgreSQL); elsewhere, for fewer than two requests, and while
+ * the batch answers each request alone, nothing happens. The next request
+ * of the batch on such a run takes those reads instead of an exchange of
+ * its own when it has the same request ID and attempt; any other request
+ * on that run reads it again. The runs stay locked until the batch ends.
+ * A failure fails the batch: it returns the failure, every later request
+ * fails with unavailable/store.busy, and the batch does not commit. */
+sp_store_rc sp_store_batch_lock_ahead(sp_store *s, const sp_lock_ahead *reqs, size_t n,
+                                      sp_error *err);
 /* The calling thread holds a batch of `s`. */
 bool sp_store_in_batch(const sp_store *s);
 /* ... and some request wrote in it (its commit will be a durable one). */

@@ -154,7 +154,12 @@ static sp_store_rc answered(sp_store *s, bool earlier, sp_store_rc rc, sp_error 
     if (!earlier)
         return rc;
     s->batch.unanswered = false;
-    if (rc == SP_STORE_OK || s->batch.failed)
+    return rc == SP_STORE_OK ? rc : lg_batch_fail(s, rc, err);
+}
+
+sp_store_rc lg_batch_fail(sp_store *s, sp_store_rc rc, sp_error *err)
+{
+    if (s->batch.failed)
         return rc;
     s->batch.failed = true;
     snprintf(s->batch.failure, sizeof s->batch.failure, "%s", err->message);
@@ -211,8 +216,9 @@ void lg_rollback(sp_store *s)
         /* not to its savepoint: an earlier request's may be the one left
          * (its RELEASE skipped), and that request has returned */
     } else if (s->batch.request_open && s->batch.request_bare) {
-        s->driver->rollback(s->conn); /* it held only this request */
+        s->driver->rollback(s->conn); /* it held only this request (and locks) */
         s->batch.open = false;
+        lg_ahead_clear(s);
     } else if (s->batch.request_open && s->batch.request_write) {
         sp_error ignored = {0}; /* a failed rollback fails the batch's commit */
         lg_query(s, "ROLLBACK TO SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);

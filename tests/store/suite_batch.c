@@ -4,8 +4,10 @@
  * that fails inside it leaves nothing and the others stay; nothing is
  * visible to another instance before the commit; an aborted batch leaves
  * nothing; a batch that only reads takes no write lock and costs no
- * commit; a second batch on one thread and a commit without one are
- * refused with their codes.
+ * commit; requests whose runs the batch locked ahead take the reads made
+ * for them, and read again after another request on their run or a
+ * rollback of the batch's transaction; a second batch on one thread and a
+ * commit without one are refused with their codes.
  *
  * What it must never do: look at an adapter's tables (the other instance's
  * views and the store's own counters tell).
@@ -106,6 +108,101 @@ static void b01_reads_only(store_env *e, sp_store *other)
     CHECK(visible(e->a, "b01_other"));
 }
 
+static uint64_t round_trips(sp_store *s)
+{
+    sp_store_counters c;
+    sp_store_counters_get(s, &c);
+    return c.round_trips;
+}
+
+/* Runs b01_ahead_<tag>_<i>, each with a claimed attempt. */
+static void ahead_claims(store_env *e, const char *tag, sp_claim *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "b01_ahead_%s_%zu", tag, i);
+        sp_run_key k = fx_key(id);
+        drive_to_claim(e, &k, "w-ahead", 5000, &c[i]);
+    }
+}
+
+/* The settle of claim c (no decider): its result event's sequence (0 when
+ * refused). */
+static uint64_t ahead_settle(store_env *e, const sp_attempt_ref *ref, sp_store_rc want)
+{
+    sp_error err = {0};
+    sp_settle_res r;
+    sp_store_rc rc = fx_settle_attempt(e->a, ref, "success", NULL, &r, &err);
+    if (want == SP_STORE_OK)
+        EXPECT_OK(rc, &err);
+    else
+        EXPECT(rc, &err, want, NULL);
+    uint64_t sequence = rc == SP_STORE_OK ? r.result_sequence : 0;
+    if (rc == SP_STORE_OK)
+        sp_settle_res_free(&r);
+    return sequence;
+}
+
+/* Lock the runs of the settles of c[0..n) ahead, in the open batch. */
+static void ahead_lock(store_env *e, const sp_claim *c, size_t n)
+{
+    sp_lock_ahead reqs[4];
+    char ids[4][SP_STORE_REQUEST_ID_MAX];
+    for (size_t i = 0; i < n && i < 4; i++) {
+        snprintf(ids[i], sizeof ids[i], "settle/%s", c[i].attempt.attempt_id); /* fx's IDs */
+        reqs[i] = (sp_lock_ahead){&c[i].attempt, ids[i]};
+    }
+    sp_error err = {0};
+    EXPECT_OK(sp_store_batch_lock_ahead(e->a, reqs, n < 4 ? n : 4, &err), &err);
+}
+
+/* sp_store_batch_lock_ahead: three settles take the reads made for them
+ * (PostgreSQL: one exchange for all three, none of their own); a request on
+ * a run before its settle makes that settle read again (it sees the
+ * request's event); a first request that rolls the batch's transaction
+ * back releases the runs, another instance writes to one, and its settle
+ * reads again and sees that write. Without a batch: store.batch-closed. */
+static void b01_lock_ahead(store_env *e, sp_store *other)
+{
+    sp_error err = {0};
+    sp_claim c[7];
+    ahead_claims(e, "warm", c, 1);
+    ahead_settle(e, &c[0].attempt, SP_STORE_OK); /* its statements prepared */
+    sp_claim_free(&c[0]);
+    ahead_claims(e, "x", c, 7);
+    EXPECT(sp_store_batch_lock_ahead(e->a, NULL, 0, &err), &err, SP_STORE_CONFLICT,
+           "store.batch-closed");
+    /* taken */
+    bool counts = round_trips(e->a) > 0; /* a driver that counts them (PostgreSQL) */
+    EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+    uint64_t before = round_trips(e->a);
+    ahead_lock(e, c, 3);
+    for (int i = 0; i < 3; i++)
+        CHECK_INT(ahead_settle(e, &c[i].attempt, SP_STORE_OK), 2); /* after run.started */
+    if (counts)
+        CHECK_INT(round_trips(e->a) - before, 1);
+    EXPECT_OK(sp_store_batch_commit(e->a, &err), &err);
+    /* a request on the run first */
+    sp_append_event_res a;
+    EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+    ahead_lock(e, c + 3, 2);
+    EXPECT_OK(fx_signal(e->a, &c[3].attempt.key, "m-ahead", "go", &a, &err), &err);
+    CHECK_INT(ahead_settle(e, &c[3].attempt, SP_STORE_OK), a.sequence + 1);
+    CHECK_INT(ahead_settle(e, &c[4].attempt, SP_STORE_OK), 2);
+    EXPECT_OK(sp_store_batch_commit(e->a, &err), &err);
+    /* the first request rolls the transaction back: the runs are released */
+    EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+    ahead_lock(e, c + 5, 2);
+    sp_attempt_ref stale = c[5].attempt;
+    stale.fence++;
+    ahead_settle(e, &stale, SP_STORE_STALE);
+    EXPECT_OK(fx_signal(other, &c[6].attempt.key, "m-other", "go", &a, &err), &err);
+    CHECK_INT(ahead_settle(e, &c[6].attempt, SP_STORE_OK), a.sequence + 1);
+    EXPECT_OK(sp_store_batch_commit(e->a, &err), &err);
+    for (int i = 0; i < 7; i++)
+        sp_claim_free(&c[i]);
+}
+
 static void b01_misuse(store_env *e)
 {
     sp_error err = {0};
@@ -131,6 +228,7 @@ void store_b01_batches(store_env *e)
     b01_abort(e, other);
     b01_first_fails(e, other);
     b01_reads_only(e, other);
+    b01_lock_ahead(e, other);
     b01_misuse(e);
     sp_store_close(other);
 }
