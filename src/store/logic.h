@@ -222,6 +222,8 @@ typedef struct lg_mut {
     lg_claimer *claimer;    /* settle_attempt: invocations to claim as the decision makes them */
     sp_db_rows known;       /* the receipt (and the prefetched attempt) read after the lock */
     const sp_attempt_ref *prefetched; /* the attempt whose row `known` holds */
+    sp_db_rows extra;       /* what op->extra_read read ... */
+    bool has_extra;         /* ... when it did (not when the batch read ahead) */
 } lg_mut;
 
 /* A request's first two reads (request.c): the run row locked (with the
@@ -279,7 +281,13 @@ typedef struct lg_op {
     sp_store_rc (*decode)(const json_t *value, void *res, sp_error *err);
     /* Optional: the attempt the request is about, fetched with the lock. */
     const sp_attempt_ref *(*attempt)(const void *req);
+    /* Optional: one more read of what `apply` will read first, made in the
+     * same exchange right after the lock and known reads, so that it sees
+     * the run as locked (m->extra); its parameters, borrowing from `req`,
+     * go to params[0..LG_EXTRA_PARAMS). False: none. */
+    bool (*extra_read)(const void *req, sp_db_read *read, sp_db_val *params);
 } lg_op;
+#define LG_EXTRA_PARAMS 6
 
 /* One mutation, store.md §2. `body` (taken) is the JSON array that defines
  * the request (the digest table in request.c). On success `res` is filled

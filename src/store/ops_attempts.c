@@ -182,35 +182,49 @@ static sp_store_rc insert_attempt(lg_mut *m, const sp_claim_req *terms, const sp
     return rc;
 }
 
-/* Claim the pending invocation `invocation_id` under `terms`; *value is the
- * claim's typed value. */
+#define INVOCATION_SQL                                                                             \
+    "SELECT " INV_COLS " FROM invocations WHERE tenant = ? AND run_id = ? AND invocation_id = ?"
+
+/* Claim the pending invocation `invocation_id` under `terms`, its row
+ * `read` (NULL: read it here); *value is the claim's typed value. */
 static sp_store_rc claim_pending(lg_mut *m, const sp_claim_req *terms, const char *invocation_id,
-                                 json_t **value, sp_error *err)
+                                 const sp_db_rows *read, json_t **value, sp_error *err)
 {
-    sp_db_rows inv;
-    sp_store_rc rc =
-        LG_Q(m->s, &inv, err,
-             "SELECT " INV_COLS " FROM invocations"
-             " WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
-             DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(invocation_id));
+    sp_db_rows own = {0};
+    sp_store_rc rc = read ? SP_STORE_OK
+                          : LG_Q(m->s, &own, err, INVOCATION_SQL, DB_TEXT(m->key->tenant),
+                                 DB_TEXT(m->key->run_id), DB_TEXT(invocation_id));
+    const sp_db_rows *inv = read ? read : &own;
     if (rc == SP_STORE_OK)
-        rc = claim_predicates(m, invocation_id, &inv, err);
+        rc = claim_predicates(m, invocation_id, inv, err);
     sp_claim c = {0};
     if (rc == SP_STORE_OK) {
-        lg_invocation facts = invocation_of(invocation_id, &inv);
+        lg_invocation facts = invocation_of(invocation_id, inv);
         claim_of(m, terms, &facts, &c);
         rc = insert_attempt(m, terms, &c, false, err);
     }
     if (rc == SP_STORE_OK && !(*value = lg_claim_value(&c)))
         rc = lg_encode_fail(err, true, "claim");
-    sp_db_rows_free(&inv);
+    sp_db_rows_free(&own);
     return rc;
 }
 
 static sp_store_rc claim_apply(lg_mut *m, const void *r, sp_error *err)
 {
     const sp_claim_req *req = r;
-    return claim_pending(m, req, req->invocation_id, &m->value, err);
+    return claim_pending(m, req, req->invocation_id, m->has_extra ? &m->extra : NULL, &m->value,
+                         err);
+}
+
+/* The invocation's row, read with the lock (lg_op.extra_read). */
+static bool claim_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
+{
+    const sp_claim_req *req = r;
+    params[0] = DB_TEXT(req->key.tenant);
+    params[1] = DB_TEXT(req->key.run_id);
+    params[2] = DB_TEXT(req->invocation_id);
+    *read = (sp_db_read){INVOCATION_SQL, params, 3};
+    return true;
 }
 
 /* ---- claims made inside a decision (settle_attempt) ---- */
@@ -244,7 +258,7 @@ sp_store_rc lg_claim_inserted(lg_mut *m, const lg_invocation *inv, sp_error *err
 sp_store_rc lg_claim_retried(lg_mut *m, const char *invocation_id, sp_error *err)
 {
     json_t *value = NULL;
-    sp_store_rc rc = claim_pending(m, m->claimer->terms, invocation_id, &value, err);
+    sp_store_rc rc = claim_pending(m, m->claimer->terms, invocation_id, NULL, &value, err);
     return rc ? rc : claimed(m, value, err);
 }
 
@@ -272,7 +286,8 @@ static sp_store_rc claim_validate(const sp_claim_req *req, sp_error *err)
     return rc;
 }
 
-static const lg_op CLAIM_ATTEMPT = {"claim_attempt", "claim-attempt", claim_apply, lg_claim_decode, NULL};
+static const lg_op CLAIM_ATTEMPT = {"claim_attempt", "claim-attempt", claim_apply,
+                                    lg_claim_decode, NULL, claim_extra_read};
 
 sp_store_rc sp_store_claim_attempt(sp_store *s, const sp_claim_req *req, sp_claim *res,
                                    sp_error *err)
@@ -322,7 +337,8 @@ static const sp_attempt_ref *attempt_of_heartbeat(const void *req)
     return &((const sp_heartbeat_req *)req)->attempt;
 }
 
-static const lg_op HEARTBEAT = {"heartbeat", "heartbeat", heartbeat_apply, lg_lease_decode, attempt_of_heartbeat};
+static const lg_op HEARTBEAT = {"heartbeat", "heartbeat", heartbeat_apply,
+                                lg_lease_decode, attempt_of_heartbeat, NULL};
 
 sp_store_rc sp_store_heartbeat(sp_store *s, const sp_heartbeat_req *req, sp_heartbeat_res *res,
                                sp_error *err)
@@ -370,7 +386,8 @@ static const sp_attempt_ref *attempt_of_hold_attempt(const void *req)
     return &((const sp_hold_req *)req)->attempt;
 }
 
-static const lg_op HOLD_ATTEMPT = {"hold_attempt", "hold-attempt", hold_apply, lg_lease_decode, attempt_of_hold_attempt};
+static const lg_op HOLD_ATTEMPT = {"hold_attempt", "hold-attempt", hold_apply,
+                                   lg_lease_decode, attempt_of_hold_attempt, NULL};
 
 sp_store_rc sp_store_hold_attempt(sp_store *s, const sp_hold_req *req, sp_heartbeat_res *res,
                                   sp_error *err)

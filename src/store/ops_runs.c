@@ -112,7 +112,8 @@ static sp_store_rc create_validate(const sp_create_run_req *req, sp_error *err)
     return rc;
 }
 
-static const lg_op CREATE_RUN = {"create_run", "create-run", create_apply, lg_created_decode, NULL};
+static const lg_op CREATE_RUN = {"create_run", "create-run", create_apply,
+                                 lg_created_decode, NULL, NULL};
 
 sp_store_rc sp_store_create_run(sp_store *s, const sp_create_run_req *req, sp_create_run_res *res,
                                 sp_error *err)

@@ -33,7 +33,8 @@
  *
  * The runner: begin(write) -> lock the run row (dialect.for_update; with the
  * database's now when the driver has one) -> one read of the receipt and of
- * the attempt an attempt operation names ->
+ * the attempt an attempt operation names, and the operation's own first
+ * read (lg_op.extra_read), in the lock's exchange ->
  * receipt first (same digest: the stored value, `duplicate`, nothing else
  * evaluated; other digest: conflict/request.digest-mismatch) -> now ->
  * op->apply (predicates in order, writes) -> the run row's changes in one
@@ -344,18 +345,26 @@ void lg_first_reads_make(sp_store *s, const sp_run_key *key, const char *request
  * statement could not: its other tables would be read in the snapshot
  * taken before the lock wait). The batch may have made both reads ahead
  * (lock_ahead.c). */
-static sp_store_rc lock_and_read_known(lg_mut *m, const char *request_id,
-                                       const sp_attempt_ref *attempt, sp_error *err)
+static sp_store_rc lock_and_read_known(lg_mut *m, const lg_op *op, const void *req,
+                                       const char *request_id, sp_error *err)
 {
+    const sp_attempt_ref *attempt = op->attempt ? op->attempt(req) : NULL;
     m->prefetched = attempt;
     if (lg_ahead_take(m->s, m->key, request_id, attempt, &m->run, &m->known))
         return SP_STORE_OK;
     lg_first_reads f;
     lg_first_reads_make(m->s, m->key, request_id, attempt, &f);
-    sp_db_rows outs[2];
-    sp_store_rc rc = lg_query_all(m->s, f.reads, 2, outs, err);
+    sp_db_read reads[3] = {f.reads[0], f.reads[1]};
+    sp_db_val extra_params[LG_EXTRA_PARAMS];
+    m->has_extra = op->extra_read && op->extra_read(req, &reads[2], extra_params);
+    if (m->has_extra)
+        reads[2].params = extra_params;
+    sp_db_rows outs[3];
+    sp_store_rc rc = lg_query_all(m->s, reads, m->has_extra ? 3 : 2, outs, err);
     m->run = outs[0];
     m->known = outs[1];
+    m->extra = m->has_extra ? outs[2] : (sp_db_rows){0};
+    m->has_extra = m->has_extra && rc == SP_STORE_OK;
     return rc;
 }
 
@@ -450,7 +459,7 @@ static sp_store_rc finish_applied(lg_mut *m, const lg_op *op, const char *reques
 static sp_store_rc run_locked(lg_mut *m, const lg_op *op, const char *request_id,
                               const char *digest, const void *req, json_t **stored, sp_error *err)
 {
-    sp_store_rc rc = lock_and_read_known(m, request_id, op->attempt ? op->attempt(req) : NULL, err);
+    sp_store_rc rc = lock_and_read_known(m, op, req, request_id, err);
     if (rc == SP_STORE_OK)
         rc = receipt_first(m, request_id, digest, stored, err);
     if (rc || *stored)
@@ -481,6 +490,7 @@ sp_store_rc lg_mutate(sp_store *s, const lg_op *op, const sp_run_key *key, const
         rc = finish_applied(&m, op, request_id, digest, err);
     sp_db_rows_free(&m.run);
     sp_db_rows_free(&m.known);
+    sp_db_rows_free(&m.extra);
     const json_t *value = stored ? stored : m.value;
     if (rc == SP_STORE_OK)
         rc = op->decode(value, res, err);
