@@ -1124,7 +1124,7 @@ static const row_def ROWS[NROWS] = {
 enum {
     Q_SEQ1_RAW, Q_SEQ250_RAW, Q_CONC_RAW, Q_SEQ1_RS, Q_SEQ250_RS, Q_CONC_RS, Q_CPU1,
     Q_GROW_TIME, Q_GROW_CPU, Q_COMMITS1, Q_FORK2_1, Q_FORK4_1, Q_PG_SEQ1_RAW, Q_PG_CONC_RAW,
-    Q_PG_FORK2_1, Q_PG_FORK4_1,
+    Q_PG_FORK2_1, Q_PG_FORK4_1, Q_PG_SERVE2_1,
     Q_PG_SEQ_PGBENCH, Q_PG_SEQ_DBOS, Q_PG_CONC_DBOS, NRATIOS
 };
 
@@ -1152,6 +1152,8 @@ static const ratio_def RATIOS[NRATIOS] = {
     {"pg_runs_over_raw", "PG RxK, 1 worker / raw INSERTs", 0, 0},
     {"pg_2w_over_1w", "PG RxK, 2 workers / 1 (processes)", '>', 1.7},
     {"pg_4w_over_1w", "PG RxK, 4 workers / 1 (processes)", 0, 0},
+    /* the same without the starts (one client's, before the workers fork) */
+    {"pg_serve_2w_over_1w", "PG RxK serving only, 2 workers / 1", 0, 0},
     {"pg_seq_over_pgbench", "PG seq (1-node) / pgbench 1 client", '>', 0.6},
     {"pg_seq_over_dbos", "spore/PG seq / DBOS seq", '>', 5},
     {"pg_runs_over_dbos", "spore/PG RxK, 1 worker / DBOS RxK", '>', 3},
@@ -1213,6 +1215,7 @@ static void compute_ratios(int r)
     g_q[Q_PG_CONC_RAW][r] = ratio(g_v[R_PG_CONC][C_RATE][r], pgraw);
     g_q[Q_PG_FORK2_1][r] = ratio(g_v[R_PG_FORK2][C_RATE][r], g_v[R_PG_FORK1][C_RATE][r]);
     g_q[Q_PG_FORK4_1][r] = ratio(g_v[R_PG_FORK4][C_RATE][r], g_v[R_PG_FORK1][C_RATE][r]);
+    g_q[Q_PG_SERVE2_1][r] = ratio(g_v[R_PG_FORK2][C_SERVE][r], g_v[R_PG_FORK1][C_SERVE][r]);
     g_q[Q_PG_SEQ_PGBENCH][r] = ratio(g_v[R_PG_SEQ1][C_RATE][r], g_v[R_PGBENCH][C_RATE][r]);
     g_q[Q_PG_SEQ_DBOS][r] = ratio(g_v[R_PG_SEQ1][C_RATE][r], g_v[R_DB_SEQ][C_RATE][r]);
     g_q[Q_PG_CONC_DBOS][r] = ratio(g_v[R_PG_CONC][C_RATE][r], g_v[R_DB_CONC][C_RATE][r]);
@@ -1432,9 +1435,12 @@ static void print_table(const opts *o, const machine *m, int reps)
         else if ((q == Q_PG_SEQ_DBOS || q == Q_PG_CONC_DBOS || q == Q_PG_SEQ_PGBENCH) &&
                  !m->dbos[0])
             none = "skipped (DBOS)";
-        else if ((q == Q_PG_SEQ1_RAW || q == Q_PG_FORK2_1 || q == Q_PG_FORK4_1) && !m->pg[0])
+        else if ((q == Q_PG_SEQ1_RAW || q == Q_PG_FORK2_1 || q == Q_PG_FORK4_1 ||
+                  q == Q_PG_SERVE2_1) &&
+                 !m->pg[0])
             none = "skipped (PostgreSQL)";
-        else if ((q == Q_FORK2_1 || q == Q_FORK4_1 || q == Q_PG_FORK2_1 || q == Q_PG_FORK4_1) &&
+        else if ((q == Q_FORK2_1 || q == Q_FORK4_1 || q == Q_PG_FORK2_1 || q == Q_PG_FORK4_1 ||
+                  q == Q_PG_SERVE2_1) &&
                  !o->fork)
             none = "skipped (--no-fork)";
         printf("%-44s %-8s %-24s %s\n", label, goal_text(q, goal, sizeof goal), s.n ? val : none,
