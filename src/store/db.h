@@ -186,19 +186,28 @@ bool sp_db_cache_put(sp_db_cache *c, const char *key, size_t key_len, void *stmt
 /* Release every entry (the cache stays usable). */
 void sp_db_cache_clear(sp_db_cache *c);
 
+/* How a write request of a batch is kept apart from the others (tx.c). */
+typedef enum sp_db_request {
+    SP_DB_REQUEST_READ,      /* not a write request: nothing to undo */
+    SP_DB_REQUEST_BARE,      /* the batch's first: the transaction holds nothing
+                              * else, so its failure rolls it all back */
+    SP_DB_REQUEST_SAVEPOINT, /* in its own savepoint: its failure undoes it alone */
+    SP_DB_REQUEST_UNGUARDED, /* neither (deferred writes, answered later): its
+                              * failure after it wrote fails the batch */
+} sp_db_request;
+
 /* A batch in progress (batch.c): one write transaction that the requests of
- * one thread share, each inside its own savepoint. */
+ * one thread share, each kept apart as sp_db_request says. */
 typedef struct sp_db_batch {
     bool open;          /* its transaction has begun (at the first write) */
     bool request_alone; /* the open request runs outside it (a read before any write) */
-    bool request_open;  /* a request's savepoint (or read) is open */
-    bool request_write; /* ... and it is a write (a savepoint) */
-    bool request_bare;  /* ... the batch's first write request, run without a
-                         * savepoint: the transaction holds nothing else, so
-                         * its failure rolls the whole transaction back */
+    bool request_open;  /* a request (or a read) is open ... */
+    sp_db_request request; /* ... of this kind */
+    bool request_touched;  /* ... and it wrote, or one of its statements failed */
+    sp_store_rc request_rc; /* ... the first failure of its statements (0: none) */
     bool answered_each; /* each request's deferred writes are answered at its
-                         * RELEASE, and the first request has a savepoint too
-                         * (after deferred writes failed for good: tx.c) */
+                         * RELEASE, each request in its own savepoint, the first
+                         * one too (after deferred writes failed for good: tx.c) */
     bool unanswered;    /* deferred writes (a pipelining driver's) of a request
                          * that has returned are not answered yet: the
                          * batch's next exchange answers them first */

@@ -10,8 +10,10 @@
  * first write request needs none) and
  * a read after that runs in the batch's transaction, so a request keeps all
  * its semantics but not its own flush. Where the driver defers writes
- * (PostgreSQL's pipeline), a request's trailing writes and its RELEASE are
- * answered by the batch's next exchange: one round trip a request.
+ * (PostgreSQL's pipeline), a request's trailing writes are answered by the
+ * batch's next exchange, and a request after the first has no savepoint
+ * (no subtransaction): its failure after it wrote fails the whole batch,
+ * which the caller makes again with each request in its own savepoint.
  * Counts statements and durable commits for sp_store_counters.
  *
  * What it must never do: interpret rows, retry, or leave a transaction open
@@ -108,6 +110,27 @@ static bool answered_each(const sp_store *s)
     return s->batch.answered_each || !s->driver->write;
 }
 
+static bool first_write_request(const sp_store *s);
+
+/* How a write request of the batch is kept apart (sp_db_request). */
+static sp_db_request request_kind(const sp_store *s)
+{
+    if (first_write_request(s))
+        return SP_DB_REQUEST_BARE;
+    return answered_each(s) ? SP_DB_REQUEST_SAVEPOINT : SP_DB_REQUEST_UNGUARDED;
+}
+
+/* What the open request of the batch did: a write, or a failed statement
+ * (after either, only its savepoint - if it has one - undoes it). */
+static void request_did(sp_store *s, bool wrote, sp_store_rc rc)
+{
+    if (!lg_in_batch(s) || !s->batch.request_open)
+        return;
+    s->batch.request_touched |= wrote || rc != SP_STORE_OK;
+    if (rc != SP_STORE_OK && s->batch.request_rc == SP_STORE_OK)
+        s->batch.request_rc = rc;
+}
+
 /* A write request that the batch's transaction holds nothing before needs
  * no savepoint of its own: its failure rolls the whole transaction back. A
  * sequential step - one request per batch - saves a SAVEPOINT and a RELEASE
@@ -183,13 +206,12 @@ static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
         return s->driver->begin(s->conn, mode, err);
     }
     sp_store_rc rc = lg_batch_open(s, err);
-    bool write = mode == SP_DB_WRITE;
-    bool bare = write && first_write_request(s);
-    if (rc == SP_STORE_OK && write && !bare) /* sent with the request's first read */
+    sp_db_request kind = mode == SP_DB_WRITE ? request_kind(s) : SP_DB_REQUEST_READ;
+    if (rc == SP_STORE_OK && kind == SP_DB_REQUEST_SAVEPOINT) /* sent with its first read */
         rc = lg_write(s, "SAVEPOINT spore_request", NULL, 0, -1, err);
     if (rc == SP_STORE_OK)
-        s->batch.request_open = true, s->batch.request_write = write,
-        s->batch.request_bare = bare;
+        s->batch.request_open = true, s->batch.request = kind,
+        s->batch.request_touched = false, s->batch.request_rc = SP_STORE_OK;
     return rc;
 }
 
@@ -212,20 +234,29 @@ void lg_rollback(sp_store *s)
         s->driver->rollback(s->conn);
         return;
     }
-    if (s->batch.failed) {
-        /* not to its savepoint: an earlier request's may be the one left
-         * (its RELEASE skipped), and that request has returned */
-    } else if (s->batch.request_open && s->batch.request_bare) {
+    sp_db_request kind = s->batch.request_open ? s->batch.request : SP_DB_REQUEST_READ;
+    s->batch.request_open = false;
+    if (s->batch.failed) /* its transaction is to be rolled back whole */
+        return;
+    if (kind == SP_DB_REQUEST_BARE) {
         s->driver->rollback(s->conn); /* it held only this request (and locks) */
         s->batch.open = false;
         lg_ahead_clear(s);
-    } else if (s->batch.request_open && s->batch.request_write) {
+    } else if (kind == SP_DB_REQUEST_SAVEPOINT) {
         sp_error ignored = {0}; /* a failed rollback fails the batch's commit */
         lg_query(s, "ROLLBACK TO SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
         lg_query(s, "RELEASE SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
         sp_error_clear(&ignored);
+    } else if (kind == SP_DB_REQUEST_UNGUARDED && s->batch.request_touched) {
+        /* nothing undoes it alone: the batch is made again, each request in
+         * its own savepoint (a failure not transient: lg_batch_fail) */
+        sp_store_rc rc = s->batch.request_rc ? s->batch.request_rc : SP_STORE_CONFLICT;
+        sp_error why = {0};
+        sp_fail(&why, "store.request-undone",
+                "a request of the batch failed after it wrote, without a savepoint of its own");
+        lg_batch_fail(s, rc, &why);
+        sp_error_clear(&why);
     }
-    s->batch.request_open = false;
 }
 
 sp_store_rc lg_commit(sp_store *s, sp_error *err)
@@ -236,17 +267,12 @@ sp_store_rc lg_commit(sp_store *s, sp_error *err)
         return s->driver->commit(s->conn, err);
     }
     sp_store_rc rc = SP_STORE_OK;
-    if (s->batch.request_bare) {
+    sp_db_request kind = s->batch.request_open ? s->batch.request : SP_DB_REQUEST_READ;
+    if (kind == SP_DB_REQUEST_BARE || kind == SP_DB_REQUEST_UNGUARDED) {
+        /* its deferred writes: answered by the batch's next exchange */
         s->batch.requests++;
         s->batch.unanswered = s->driver->write != NULL;
-    } else if (s->batch.request_write && !answered_each(s)) {
-        /* deferred: answered by the batch's next exchange (answered) */
-        rc = lg_write(s, "RELEASE SAVEPOINT spore_request", NULL, 0, -1, err);
-        if (rc == SP_STORE_OK)
-            s->batch.requests++, s->batch.unanswered = true;
-        else /* answered on the way (a prepare, a full pipeline): its own failure */
-            lg_rollback(s);
-    } else if (s->batch.request_write) {
+    } else if (kind == SP_DB_REQUEST_SAVEPOINT) {
         /* immediate: the request's deferred writes answer here, and one that
          * failed undoes the request alone, not the batch */
         rc = lg_query(s, "RELEASE SAVEPOINT spore_request", NULL, 0, NULL, NULL, err);
@@ -272,8 +298,9 @@ sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size
         *out = (sp_db_rows){0};
     atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
     bool earlier = unanswered(s);
-    return answered(s, earlier, s->driver->query(s->conn, sql, params, nparams, out, changes, err),
-                    err);
+    sp_store_rc rc = s->driver->query(s->conn, sql, params, nparams, out, changes, err);
+    request_did(s, !out, rc); /* a statement whose rows nobody reads is a write */
+    return answered(s, earlier, rc, err);
 }
 
 sp_store_rc lg_write(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,
@@ -285,6 +312,7 @@ sp_store_rc lg_write(sp_store *s, const char *sql, const sp_db_val *params, size
          * request's (its success answers them, unseen: they stay unanswered) */
         bool earlier = unanswered(s);
         sp_store_rc rc = s->driver->write(s->conn, sql, params, nparams, expect_rows, err);
+        request_did(s, true, rc);
         return rc ? answered(s, earlier, rc, err) : rc;
     }
     int64_t changes = 0;
@@ -310,7 +338,9 @@ sp_store_rc lg_query_all(sp_store *s, const sp_db_read *reads, size_t n, sp_db_r
     if (s->driver->query_all) {
         atomic_fetch_add_explicit(&s->statements, n, memory_order_relaxed);
         bool earlier = unanswered(s);
-        return answered(s, earlier, s->driver->query_all(s->conn, reads, n, outs, err), err);
+        sp_store_rc rc = s->driver->query_all(s->conn, reads, n, outs, err);
+        request_did(s, false, rc);
+        return answered(s, earlier, rc, err);
     }
     sp_store_rc rc = SP_STORE_OK;
     for (size_t i = 0; i < n && rc == SP_STORE_OK; i++)

@@ -6,8 +6,10 @@
  * nothing; a batch that only reads takes no write lock and costs no
  * commit; requests whose runs the batch locked ahead take the reads made
  * for them, and read again after another request on their run or a
- * rollback of the batch's transaction; a second batch on one thread and a
- * commit without one are refused with their codes.
+ * rollback of the batch's transaction; a request that fails after it wrote
+ * is undone alone, or (without a savepoint) fails the batch, which made
+ * again commits the others; a second batch on one thread and a commit
+ * without one are refused with their codes.
  *
  * What it must never do: look at an adapter's tables (the other instance's
  * views and the store's own counters tell).
@@ -203,6 +205,52 @@ static void b01_lock_ahead(store_env *e, sp_store *other)
         sp_claim_free(&c[i]);
 }
 
+static size_t result_events(store_env *e, const sp_claim *c)
+{
+    char id[SP_ID_LEN + 24];
+    snprintf(id, sizeof id, "att:%s", c->attempt.attempt_id);
+    return fx_event_count(e->a, &c->attempt.key, id);
+}
+
+/* Three settles, the second one refused after it wrote (its decision fails
+ * commit_turn's predicates). It answers its own error in any case. With a
+ * savepoint of its own (SQLite; every adapter once a batch failed) it is
+ * undone alone and the other two commit. Without one (PostgreSQL: a
+ * request after the first has none, its writes answered later) the batch
+ * fails: the third request and the commit answer store.busy and nothing
+ * is stored; made again, each request in its savepoint, the refused one
+ * fails alone and the other two commit. */
+static void b01_fails_after_writing(store_env *e)
+{
+    sp_error err = {0};
+    sp_claim c[3];
+    ahead_claims(e, "undone", c, 3);
+    bool deferred = round_trips(e->a) > 0; /* writes answered later (PostgreSQL) */
+    for (int pass = 0; pass < (deferred ? 2 : 1); pass++) {
+        bool fails = deferred && pass == 0;
+        fx_decider bad = {.bad_digest = true};
+        sp_settle_res r;
+        EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+        CHECK_INT(ahead_settle(e, &c[0].attempt, SP_STORE_OK), 2);
+        EXPECT(fx_settle_attempt(e->a, &c[1].attempt, "success", &bad, &r, &err), &err,
+               SP_STORE_CONFLICT, "snapshot.digest-mismatch");
+        ahead_settle(e, &c[2].attempt, fails ? SP_STORE_UNAVAILABLE : SP_STORE_OK);
+        sp_store_rc rc = sp_store_batch_commit(e->a, &err);
+        if (fails) {
+            CHECK(rc != SP_STORE_OK && sp_store_rc_transient(rc));
+            sp_error_clear(&err);
+        } else {
+            EXPECT_OK(rc, &err);
+        }
+        CHECK(!sp_store_in_batch(e->a));
+        for (int i = 0; i < 3; i++)
+            CHECK_INT(result_events(e, &c[i]), !fails && i != 1);
+        fx_decider_free(&bad);
+    }
+    for (int i = 0; i < 3; i++)
+        sp_claim_free(&c[i]);
+}
+
 static void b01_misuse(store_env *e)
 {
     sp_error err = {0};
@@ -229,6 +277,7 @@ void store_b01_batches(store_env *e)
     b01_first_fails(e, other);
     b01_reads_only(e, other);
     b01_lock_ahead(e, other);
+    b01_fails_after_writing(e);
     b01_misuse(e);
     sp_store_close(other);
 }
