@@ -5,8 +5,11 @@
  * transaction begins at the batch's first write: a batch that only reads
  * never takes the write lock. Each
  * request keeps every rule of store.md §2 - receipt first, predicates,
- * writes, its receipt - inside its own savepoint (tx.c): a request that
- * fails leaves nothing and the others stay. Also the store's counters.
+ * writes, its receipt - and a request that fails leaves nothing: inside its
+ * own savepoint the others stay; where a request has none (tx.c: on
+ * PostgreSQL after the first, writes answered later) its failure after it
+ * wrote fails the whole batch with store.busy, to be made again. Also the
+ * store's counters.
  *
  * Failpoints: a request's store.<op>.before-commit and .after-commit points
  * fire when the batch commits - before and after its COMMIT - so a crash at

@@ -795,8 +795,12 @@ sp_store_rc sp_store_list_attempt_logs(sp_store *s, const sp_run_key *key,
  * The mutations this thread makes between sp_store_batch_begin and
  * sp_store_batch_commit share one write transaction: one durable commit for
  * all of them. Each request keeps its own semantics (receipt first,
- * predicates, writes, receipt) in a savepoint: a request that fails leaves
- * nothing, the others stay; its answer is final only once the batch commits.
+ * predicates, writes, receipt): a request that fails leaves nothing and the
+ * others stay - or, where the adapter answers writes later (PostgreSQL), a
+ * failure it cannot undo alone fails the batch: that request answers its
+ * own error, every later one and the commit unavailable/store.busy, and the
+ * caller aborts and makes the batch again (the next batches then undo each
+ * request alone). A request's answer is final only once the batch commits.
  * The batch's transaction (and SQLite's write lock) begins with its first
  * write: reads before it run on their own, reads after it see the batch's
  * writes. If the commit fails, none

@@ -91,9 +91,10 @@ bool sp_db_rows_copy(const sp_db_rows *src, size_t row, size_t col, size_t n, sp
     return true;
 }
 
-/* Inside a batch this thread holds, a request's write transaction is a
- * savepoint of the batch's transaction, which the first write begins; a
- * read before that runs on its own, a read after it in the batch's. */
+/* Inside a batch this thread holds, a write request runs in the batch's
+ * transaction, which the first write begins (kept apart from the others as
+ * request_kind says); a read before that runs on its own, a read after it
+ * in the batch's. */
 static bool batch_request(sp_store *s, sp_db_tx mode)
 {
     return lg_in_batch(s) && (s->batch.open || mode == SP_DB_WRITE);
@@ -110,7 +111,14 @@ static bool answered_each(const sp_store *s)
     return s->batch.answered_each || !s->driver->write;
 }
 
-static bool first_write_request(const sp_store *s);
+/* A write request that the batch's transaction holds nothing before needs
+ * no savepoint of its own: its failure rolls the whole transaction back. A
+ * sequential step - one request per batch - saves a SAVEPOINT and a RELEASE
+ * (on SQLite the sub-journal's copies of the pages it changes). */
+static bool first_write_request(const sp_store *s)
+{
+    return s->batch.requests == 0 && !s->batch.answered_each;
+}
 
 /* How a write request of the batch is kept apart (sp_db_request). */
 static sp_db_request request_kind(const sp_store *s)
@@ -129,15 +137,6 @@ static void request_did(sp_store *s, bool wrote, sp_store_rc rc)
     s->batch.request_touched |= wrote || rc != SP_STORE_OK;
     if (rc != SP_STORE_OK && s->batch.request_rc == SP_STORE_OK)
         s->batch.request_rc = rc;
-}
-
-/* A write request that the batch's transaction holds nothing before needs
- * no savepoint of its own: its failure rolls the whole transaction back. A
- * sequential step - one request per batch - saves a SAVEPOINT and a RELEASE
- * (on SQLite the sub-journal's copies of the pages it changes). */
-static bool first_write_request(const sp_store *s)
-{
-    return s->batch.requests == 0 && !s->batch.answered_each;
 }
 
 /* A request's deferred writes failed with `rc`, after it had returned: a
@@ -160,8 +159,8 @@ sp_store_rc lg_batch_usable(sp_store *s, sp_error *err)
     if (!s->batch.failed)
         return SP_STORE_OK;
     return lg_fail(err, SP_STORE_UNAVAILABLE, "store.busy",
-                   "a request of the batch failed when its writes were answered (%s); the"
-                   " batch is rolled back and its requests are to be made again",
+                   "the batch cannot commit: %s; it is rolled back and its requests are to be"
+                   " made again",
                    s->batch.failure);
 }
 
