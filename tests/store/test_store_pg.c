@@ -524,8 +524,9 @@ static sp_store_rc batch_signal(sp_store *s, const char *run, const char *messag
     return fx_signal(s, &key, message, "go", &a, err);
 }
 
-/* A request's pipelined writes and its RELEASE are answered by the batch's
- * next exchange (tx.c), after the request has returned: here the server
+/* A request's pipelined writes are answered by the batch's next exchange
+ * (tx.c; a request after the first has no savepoint), after the request
+ * has returned: here the server
  * refuses the INSERT of a signal's event (a trigger of the test's, as a
  * check violation: a failure that will come again). Nothing of the batch
  * is stored:
@@ -534,9 +535,9 @@ static sp_store_rc batch_signal(sp_store *s, const char *run, const char *messag
  *     fails (transient: the batch is made again);
  *   - alone (its writes answered by the COMMIT): conflict/store.constraint,
  *     not unknown-commit.
- * Made again, the batch answers each request's writes on its own: the
- * failing request fails alone (conflict/store.constraint) and the others
- * commit; once the trigger is gone it commits too. */
+ * Made again, the batch answers each request's writes on its own, each in
+ * its savepoint: the failing request fails alone (conflict/store.constraint)
+ * and the others commit; once the trigger is gone it commits too. */
 static void q04_batch_write_fails(fail_place place)
 {
     char schema[64], loc[STORE_LOCATION_MAX], sql[256];
