@@ -116,17 +116,17 @@ static sp_store_rc read_ahead(sp_store *s, const sp_lock_ahead **picked, size_t 
     sp_db_rows *outs = calloc(2 * n, sizeof *outs);
     struct lg_ahead *ahead = calloc(n, sizeof *ahead);
     sp_store_rc rc = SP_STORE_OK;
-    if (!f || !reads || !outs || !ahead) {
-        rc = SP_STORE_OK; /* out of memory: each request reads on its own */
-    } else {
+    bool read = false; /* out of memory: each request reads on its own */
+    if (f && reads && outs && ahead) {
         for (size_t i = 0; i < n; i++) {
             lg_first_reads_make(s, &picked[i]->attempt->key, picked[i]->request_id,
                                 picked[i]->attempt, &f[i]);
             reads[2 * i] = f[i].reads[0], reads[2 * i + 1] = f[i].reads[1];
         }
         rc = lg_query_all(s, reads, 2 * n, outs, err);
+        read = rc == SP_STORE_OK;
     }
-    if (rc == SP_STORE_OK && ahead && outs) {
+    if (read) {
         for (size_t i = 0; i < n; i++)
             keep(&ahead[i], picked[i], &outs[2 * i]);
         s->batch.ahead = ahead, s->batch.nahead = n;

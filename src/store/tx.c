@@ -298,7 +298,9 @@ sp_store_rc lg_query(sp_store *s, const char *sql, const sp_db_val *params, size
     atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
     bool earlier = unanswered(s);
     sp_store_rc rc = s->driver->query(s->conn, sql, params, nparams, out, changes, err);
-    request_did(s, !out, rc); /* a statement whose rows nobody reads is a write */
+    /* a statement whose rows nobody reads is a write (one that counted its
+     * changes wrote only when it changed a row) */
+    request_did(s, !out && (!changes || rc != SP_STORE_OK || *changes > 0), rc);
     return answered(s, earlier, rc, err);
 }
 
