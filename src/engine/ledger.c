@@ -303,8 +303,6 @@ sp_store_rc ledger_settle(sp_engine *e, const sp_attempt_ref *ref, const char *b
 
 void ledger_lock_ahead_settles(sp_engine *e, const sp_attempt_ref *const *refs, size_t n)
 {
-    if (n > SP_LOCK_AHEAD_MAX)
-        n = SP_LOCK_AHEAD_MAX;
     char(*ids)[SP_STORE_REQUEST_ID_MAX] = n ? calloc(n, sizeof *ids) : NULL;
     sp_lock_ahead *reqs = n ? calloc(n, sizeof *reqs) : NULL;
     if (ids && reqs) { /* out of memory: each settle reads on its own */

@@ -222,8 +222,7 @@ typedef struct lg_mut {
     lg_claimer *claimer;    /* settle_attempt: invocations to claim as the decision makes them */
     sp_db_rows known;       /* the receipt (and the prefetched attempt) read after the lock */
     const sp_attempt_ref *prefetched; /* the attempt whose row `known` holds */
-    sp_db_rows extra;       /* what op->extra_read read ... */
-    bool has_extra;         /* ... when it did (not when the batch read ahead) */
+    sp_db_rows extra;       /* what op->extra_read read (no rows without one) */
 } lg_mut;
 
 /* A request's first two reads (request.c): the run row locked (with the
@@ -284,8 +283,9 @@ typedef struct lg_op {
     /* Optional: one more read of what `apply` will read first, made in the
      * same exchange right after the lock and known reads, so that it sees
      * the run as locked (m->extra); its parameters, borrowing from `req`,
-     * go to params[0..LG_EXTRA_PARAMS). False: none. */
-    bool (*extra_read)(const void *req, sp_db_read *read, sp_db_val *params);
+     * go to params[0..LG_EXTRA_PARAMS). A request whose operation has one
+     * never takes reads a batch made ahead (lock_ahead.c). */
+    void (*extra_read)(const void *req, sp_db_read *read, sp_db_val *params);
 } lg_op;
 #define LG_EXTRA_PARAMS 6
 

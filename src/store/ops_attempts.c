@@ -212,19 +212,17 @@ static sp_store_rc claim_pending(lg_mut *m, const sp_claim_req *terms, const cha
 static sp_store_rc claim_apply(lg_mut *m, const void *r, sp_error *err)
 {
     const sp_claim_req *req = r;
-    return claim_pending(m, req, req->invocation_id, m->has_extra ? &m->extra : NULL, &m->value,
-                         err);
+    return claim_pending(m, req, req->invocation_id, &m->extra, &m->value, err);
 }
 
 /* The invocation's row, read with the lock (lg_op.extra_read). */
-static bool claim_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
+static void claim_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
 {
     const sp_claim_req *req = r;
     params[0] = DB_TEXT(req->key.tenant);
     params[1] = DB_TEXT(req->key.run_id);
     params[2] = DB_TEXT(req->invocation_id);
     *read = (sp_db_read){INVOCATION_SQL, params, 3};
-    return true;
 }
 
 /* ---- claims made inside a decision (settle_attempt) ---- */

@@ -35,8 +35,9 @@
 /* ---- predicates on the run ---- */
 
 /* The ID of the run's next event to apply, read with the lock (lg_op.
- * extra_read: after the lock, so it sees the run as locked). */
-static bool event_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
+ * extra_read: after the lock, so it sees the run as locked; no row when no
+ * event is pending). */
+static void event_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
 {
     const sp_commit_turn_req *req = r;
     params[0] = DB_TEXT(req->key.tenant), params[1] = DB_TEXT(req->key.run_id);
@@ -45,28 +46,17 @@ static bool event_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
                          " AND sequence = (SELECT applied_sequence + 1 FROM runs"
                          " WHERE tenant = ? AND run_id = ?)",
                          params, 4};
-    return true;
 }
 
 static sp_store_rc check_event(lg_mut *m, const sp_commit_turn_req *req, sp_error *err)
 {
-    uint64_t pending = lg_run_u64(m, RUN_APPLIED) + 1;
-    sp_db_rows own = {0};
-    const sp_db_rows *rows = m->has_extra ? &m->extra : &own;
-    sp_store_rc rc = SP_STORE_OK;
-    if (pending < lg_run_u64(m, RUN_NEXT) && !m->has_extra)
-        rc = LG_Q(m->s, &own, err,
-                  "SELECT event_id FROM events WHERE tenant = ? AND run_id = ? AND sequence = ?",
-                  DB_TEXT(req->key.tenant), DB_TEXT(req->key.run_id), DB_INT(pending));
-    if (pending >= lg_run_u64(m, RUN_NEXT))
-        rows = &own; /* no event pending: none to match */
-    if (rc == SP_STORE_OK && (rows->nrows != 1 || req->event_sequence != pending ||
-                              strcmp(lg_text(rows, 0, 0), req->event_id) != 0))
-        rc = lg_fail(err, SP_STORE_STALE, "event.mismatch",
-                     "the pending event is not %s at sequence %llu", req->event_id,
-                     (unsigned long long)req->event_sequence);
-    sp_db_rows_free(&own);
-    return rc;
+    const sp_db_rows *pending = &m->extra; /* event_extra_read's */
+    if (pending->nrows == 1 && req->event_sequence == lg_run_u64(m, RUN_APPLIED) + 1 &&
+        strcmp(lg_text(pending, 0, 0), req->event_id) == 0)
+        return SP_STORE_OK;
+    return lg_fail(err, SP_STORE_STALE, "event.mismatch",
+                   "the pending event is not %s at sequence %llu", req->event_id,
+                   (unsigned long long)req->event_sequence);
 }
 
 static sp_store_rc check_run(lg_mut *m, const sp_commit_turn_req *req, sp_error *err)

@@ -350,21 +350,19 @@ static sp_store_rc lock_and_read_known(lg_mut *m, const lg_op *op, const void *r
 {
     const sp_attempt_ref *attempt = op->attempt ? op->attempt(req) : NULL;
     m->prefetched = attempt;
-    if (lg_ahead_take(m->s, m->key, request_id, attempt, &m->run, &m->known))
+    if (!op->extra_read && lg_ahead_take(m->s, m->key, request_id, attempt, &m->run, &m->known))
         return SP_STORE_OK;
     lg_first_reads f;
     lg_first_reads_make(m->s, m->key, request_id, attempt, &f);
     sp_db_read reads[3] = {f.reads[0], f.reads[1]};
     sp_db_val extra_params[LG_EXTRA_PARAMS];
-    m->has_extra = op->extra_read && op->extra_read(req, &reads[2], extra_params);
-    if (m->has_extra)
-        reads[2].params = extra_params;
-    sp_db_rows outs[3];
-    sp_store_rc rc = lg_query_all(m->s, reads, m->has_extra ? 3 : 2, outs, err);
+    if (op->extra_read)
+        op->extra_read(req, &reads[2], extra_params);
+    sp_db_rows outs[3] = {0};
+    sp_store_rc rc = lg_query_all(m->s, reads, op->extra_read ? 3 : 2, outs, err);
     m->run = outs[0];
     m->known = outs[1];
-    m->extra = m->has_extra ? outs[2] : (sp_db_rows){0};
-    m->has_extra = m->has_extra && rc == SP_STORE_OK;
+    m->extra = outs[2];
     return rc;
 }
 

@@ -212,6 +212,44 @@ static size_t result_events(store_env *e, const sp_claim *c)
     return fx_event_count(e->a, &c->attempt.key, id);
 }
 
+/* More settles than a batch locks ahead (SP_LOCK_AHEAD_MAX), with more
+ * writes than a PostgreSQL connection keeps unanswered (postgres.h: 256):
+ * the first 64 take the reads made ahead in one exchange, their writes are
+ * answered on the way when the pipeline is full (one exchange), the last
+ * one reads on its own (one more); one commit, every result stored. */
+static void b01_lock_ahead_bounds(store_env *e)
+{
+    enum { N = SP_LOCK_AHEAD_MAX + 1 };
+    sp_error err = {0};
+    sp_claim *c = calloc(N, sizeof *c);
+    sp_lock_ahead *reqs = calloc(N, sizeof *reqs);
+    char(*ids)[SP_STORE_REQUEST_ID_MAX] = calloc(N, sizeof *ids);
+    if (!c || !reqs || !ids) {
+        check_fail(__FILE__, __LINE__, "out of memory");
+        free(c), free(reqs), free(ids);
+        return;
+    }
+    ahead_claims(e, "bounds", c, N);
+    EXPECT_OK(sp_store_batch_begin(e->a, &err), &err);
+    uint64_t trips = round_trips(e->a), committed = commits(e->a);
+    for (size_t i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "settle/%s", c[i].attempt.attempt_id);
+        reqs[i] = (sp_lock_ahead){&c[i].attempt, ids[i]};
+    }
+    EXPECT_OK(sp_store_batch_lock_ahead(e->a, reqs, N, &err), &err);
+    for (size_t i = 0; i < N; i++)
+        CHECK_INT(ahead_settle(e, &c[i].attempt, SP_STORE_OK), 2);
+    if (trips > 0) /* a driver that counts them (PostgreSQL) */
+        CHECK_INT(round_trips(e->a) - trips, 3);
+    EXPECT_OK(sp_store_batch_commit(e->a, &err), &err);
+    CHECK_INT(commits(e->a) - committed, 1);
+    for (size_t i = 0; i < N; i++) {
+        CHECK_INT(result_events(e, &c[i]), 1);
+        sp_claim_free(&c[i]);
+    }
+    free(c), free(reqs), free(ids);
+}
+
 /* Three settles, the second one refused after it wrote (its decision fails
  * commit_turn's predicates). It answers its own error in any case. With a
  * savepoint of its own (SQLite; every adapter once a batch failed) it is
@@ -277,7 +315,8 @@ void store_b01_batches(store_env *e)
     b01_first_fails(e, other);
     b01_reads_only(e, other);
     b01_lock_ahead(e, other);
-    b01_fails_after_writing(e);
+    b01_lock_ahead_bounds(e);
+    b01_fails_after_writing(e); /* last: its batches answer each request alone after it */
     b01_misuse(e);
     sp_store_close(other);
 }

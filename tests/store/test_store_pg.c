@@ -524,6 +524,36 @@ static sp_store_rc batch_signal(sp_store *s, const char *run, const char *messag
     return fx_signal(s, &key, message, "go", &a, err);
 }
 
+/* The statements of one batch of two signals (message `message`). */
+static uint64_t two_signals(sp_store *s, const char *message)
+{
+    sp_error err = {0};
+    sp_store_counters before, after;
+    sp_store_counters_get(s, &before);
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT_OK(batch_signal(s, "run_before", message, &err), &err);
+    EXPECT_OK(batch_signal(s, "run_after", message, &err), &err);
+    EXPECT_OK(sp_store_batch_commit(s, &err), &err);
+    sp_store_counters_get(s, &after);
+    return after.statements - before.statements;
+}
+
+/* After writes failed for good, each request of a batch keeps its own
+ * SAVEPOINT and RELEASE until 64 batches have begun (tx.c); then the first
+ * request is bare again and the others have none: four statements less
+ * for the same two signals. */
+static void answered_batches_end(sp_store *s)
+{
+    sp_error err = {0};
+    uint64_t answered = two_signals(s, "m2");
+    for (int i = 0; i < 64; i++) {
+        EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+        EXPECT_OK(sp_store_batch_commit(s, &err), &err);
+    }
+    uint64_t unguarded = two_signals(s, "m3");
+    CHECK_INT((int)(answered - unguarded), 4);
+}
+
 /* A request's pipelined writes are answered by the batch's next exchange
  * (tx.c; a request after the first has no savepoint), after the request
  * has returned: here the server
@@ -594,6 +624,8 @@ static void q04_batch_write_fails(fail_place place)
     EXPECT_OK(batch_signal(s, RUNS[1], "m1", &err), &err);
     EXPECT_OK(sp_store_batch_commit(s, &err), &err);
     CHECK_INT(admin_events(schema), before + (int)n);
+    if (place == FAIL_FIRST)
+        answered_batches_end(s);
     sp_store_close(s);
     pg_destroy(&CTX, loc);
 }

@@ -591,39 +591,20 @@ static sp_store_rc read_answer(pg_conn *c, const PGresult *res, sp_db_rows *out,
 /* The reads of one exchange: a request's two, or a batch's lock-ahead. */
 enum { READS_MAX = 2 * SP_LOCK_AHEAD_MAX };
 
-/* The reads of an exchange that cannot be sent (too many, out of memory):
- * nothing is sent, and what is pending is rolled back with the rest. */
-static sp_store_rc reads_refused(pg_conn *c, size_t n, sp_error *err)
-{
-    sp_store_rc rc = SP_STORE_UNAVAILABLE;
-    if (n > READS_MAX) {
-        sp_fail(err, "store.invariant", "postgres: %zu reads in one exchange (at most %d)", n,
-                READS_MAX);
-        rc = SP_STORE_CORRUPT;
-    } else {
-        sp_fail(err, "runtime.out-of-memory", "out of memory");
-    }
-    sp_error ignored = {0};
-    flush(c, &ignored);
-    sp_error_clear(&ignored);
-    return rc;
-}
-
 /* Reads sent one after the other behind the pending writes, one sync for
  * all: the server runs each after the one before it has finished. */
 static sp_store_rc pg_query_all(void *conn, const sp_db_read *reads, size_t n, sp_db_rows *outs,
                                 sp_error *err)
 {
     pg_conn *c = conn;
-    size_t cells = n ? n : 1;
-    pg_stmt **st = n <= READS_MAX ? calloc(cells, sizeof *st) : NULL;
-    bound *b = st ? calloc(cells, sizeof *b) : NULL;
-    PGresult **res = b ? calloc(cells, sizeof *res) : NULL;
-    if (!res) {
-        free(st), free(b);
-        return reads_refused(c, n, err);
-    }
     sp_store_rc rc = SP_STORE_OK;
+    if (n > READS_MAX) { /* the shared logic sends at most that many */
+        sp_fail(err, "store.invariant", "postgres: %zu reads in one exchange (at most %d)", n,
+                READS_MAX);
+        return SP_STORE_CORRUPT;
+    }
+    pg_stmt *st[READS_MAX] = {0};
+    bound b[READS_MAX] = {0};
     for (size_t i = 0; i < n; i++)
         rc = ready(c, rc, reads[i].sql, reads[i].params, reads[i].nparams, &st[i], &b[i], err);
     bool sent = rc == SP_STORE_OK && (PQpipelineStatus(c->db) != PQ_PIPELINE_OFF ||
@@ -633,25 +614,24 @@ static sp_store_rc pg_query_all(void *conn, const sp_db_read *reads, size_t n, s
                                    b[i].lengths, b[i].formats, 1) == 1;
     for (size_t i = 0; i < n; i++)
         bound_free(&b[i]);
-    free(st), free(b);
     if (rc) { /* nothing sent: what is pending is rolled back with the rest */
         sp_error ignored = {0};
         flush(c, &ignored);
         sp_error_clear(&ignored);
-    } else if (!sent) { /* as joined_answer: the connection is gone or going */
-        rc = joined_answer(c, false, "query", NULL, err);
-    } else {
-        rc = sync_pipeline(c, res, n, err);
-        for (size_t i = 0; i < n; i++) {
-            if (rc == SP_STORE_OK)
-                rc = read_answer(c, res[i], &outs[i], err);
-            PQclear(res[i]);
-        }
+        return rc;
+    }
+    if (!sent) /* as joined_answer: the connection is gone or going */
+        return joined_answer(c, false, "query", NULL, err);
+    PGresult *res[READS_MAX] = {0};
+    rc = sync_pipeline(c, res, n, err);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == SP_STORE_OK)
+            rc = read_answer(c, res[i], &outs[i], err);
+        PQclear(res[i]);
     }
     if (rc)
         for (size_t i = 0; i < n; i++)
             sp_db_rows_free(&outs[i]);
-    free(res);
     return rc;
 }
 

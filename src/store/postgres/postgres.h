@@ -38,9 +38,9 @@ typedef struct pg_conn {
     char *url;        /* as given: the listener connects with it (never shown) */
     atomic_ullong round_trips; /* requests sent to the server and waited for */
     /* writes sent in pipeline mode, not yet answered (driver.c: flush): a
-     * whole batch's, up to this many (their answers, some 50 bytes each,
+     * batch's settles', up to this many (their answers, some 50 bytes each,
      * stay well inside the socket's buffers while more is sent) */
-    int64_t pending[512];  /* each one's expected row count, -1: any */
+    int64_t pending[256];  /* each one's expected row count, -1: any */
     bool writes_answered;  /* the last sync answered every pending write, all applied */
     size_t npending;
     uint64_t answered_ms; /* monotonic: when the server last answered (0: never) */
