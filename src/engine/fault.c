@@ -214,8 +214,11 @@ bool engine_retry_again(sp_engine *e, bool write, const char *call, sp_store_rc 
 {
     if (ledger_in_batch(e)) {
         /* In the tick's batch nothing is durable yet and a retry cannot
-         * help: the batch is abandoned and the next pass tries it all. */
-        if (sp_store_rc_transient(rc)) {
+         * help: the batch is abandoned and the next pass tries it all (at
+         * once when the store's prediction missed: that is no fault). */
+        if (ledger_prediction_missed(err)) {
+            e->batch_failed = e->batch_missed = true;
+        } else if (sp_store_rc_transient(rc)) {
             failed(e, write, call, err, 0);
             e->batch_failed = true;
         }

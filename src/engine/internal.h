@@ -223,6 +223,7 @@ struct sp_engine {
     bool timers_changed;     /* e->mu: woken by the store: a timer may be new */
     sp_store_listener *listener;
     bool batch_failed;       /* a store call in the open batch failed transiently */
+    bool batch_missed;       /* ... or ran on first reads the store predicted wrongly */
     /* The last batch ticket that may not be on disk yet (0: none): what the
      * batches committed stays in the process until it is (tick.c). */
     uint64_t unflushed;

@@ -436,6 +436,8 @@ bool ledger_in_batch(sp_engine *e) { return sp_store_in_batch(e->store); }
 
 bool ledger_batch_writes(sp_engine *e) { return sp_store_batch_writes(e->store); }
 
+bool ledger_prediction_missed(const sp_error *err) { return sp_store_prediction_missed(err); }
+
 const char *ledger_location(const sp_store *s) { return sp_store_location(s); }
 
 bool ledger_one_writer(const sp_store *s)

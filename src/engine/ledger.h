@@ -123,6 +123,9 @@ bool ledger_unflushed(const struct sp_engine *e);
 void ledger_batch_abort(struct sp_engine *e);
 bool ledger_in_batch(struct sp_engine *e);
 bool ledger_batch_writes(struct sp_engine *e);
+/* The store's answer: the batch ran on predicted first reads the database
+ * did not hold; nothing of it applied, and it is made again at once. */
+bool ledger_prediction_missed(const sp_error *err);
 
 /* ---- about a store (also before an engine exists) ---- */
 const char *ledger_location(const sp_store *s);

@@ -197,7 +197,7 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
         stats->store_unavailable = sp_store_rc_transient(rc);
         return -1;
     }
-    e->batch_failed = false;
+    e->batch_failed = e->batch_missed = false;
     int work = batch_work(e, stats, only, scope, err);
     bool failed = e->batch_failed || (work && stats->store_unavailable);
     if (failed) {
@@ -210,7 +210,9 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
         rc = ledger_batch_commit(e, &commit_err);
         if (writes && rc == SP_STORE_OK)
             sp_failpoint("host.batch.after-commit");
-        if (writes || rc != SP_STORE_OK) /* a batch that wrote nothing proves nothing */
+        e->batch_missed |= ledger_prediction_missed(&commit_err);
+        /* a batch that wrote nothing proves nothing */
+        if ((writes || rc != SP_STORE_OK) && !e->batch_missed)
             engine_fault_noted(e, true, "ledger_batch_commit", rc, &commit_err);
         failed = rc != SP_STORE_OK;
         if (failed && !err->code[0])
@@ -222,6 +224,13 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
         return -1; /* committed, never to be flushed: not a store to wait for */
     if (failed) {
         batch_lost(e, stats);
+        if (e->batch_missed || ledger_prediction_missed(err)) {
+            /* nothing applied: made again at once, on what the store holds */
+            sp_error_clear(err);
+            stats->store_unavailable = false;
+            stats->more = true;
+            return 0;
+        }
         /* not to be waited out: a store that cannot flush refuses every commit */
         stats->store_unavailable = rc != SP_STORE_CORRUPT;
         return -1;

@@ -49,10 +49,11 @@ void lg_failpoint(sp_store *s, const char *name, bool after_commit)
     sp_strlist_add(after_commit ? &s->batch.after_commit : &s->batch.before_commit, name);
 }
 
-static void batch_end(sp_store *s)
+static void batch_end(sp_store *s, bool committed)
 {
     held_batch = NULL;
     lg_ahead_clear(s);
+    lg_predict_batch_end(s, committed);
     sp_strlist_clear(&s->batch.before_commit);
     sp_strlist_clear(&s->batch.after_commit);
     s->batch = (sp_db_batch){0};
@@ -94,7 +95,7 @@ static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
     if (!lg_in_batch(s))
         return lg_fail(err, SP_STORE_CONFLICT, "store.batch-closed", "no batch is open");
     if (!s->batch.open) { /* nothing was written */
-        batch_end(s);
+        batch_end(s, true);
         return SP_STORE_OK;
     }
     if (s->batch.failed) { /* a request's writes failed after it had returned */
@@ -111,9 +112,10 @@ static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
     atomic_fetch_add_explicit(&s->commits, requests ? 1 : 0, memory_order_relaxed);
     bool unanswered = s->batch.unanswered;
     sp_store_rc rc = driver_commit(s, ticket, err);
+    s->batch.missed |= rc != SP_STORE_OK && sp_store_prediction_missed(err);
     if (rc != SP_STORE_OK && unanswered)
         lg_deferred_writes_failed(s, rc);
-    batch_end(s);
+    batch_end(s, rc == SP_STORE_OK);
     if (rc == SP_STORE_OK)
         names_fire(&after);
     sp_strlist_clear(&after);
@@ -145,7 +147,7 @@ void sp_store_batch_abort(sp_store *s)
     held_batch = NULL;
     if (s->batch.open)
         s->driver->rollback(s->conn);
-    batch_end(s);
+    batch_end(s, false);
 }
 
 bool sp_store_in_batch(const sp_store *s) { return lg_in_batch(s); }
@@ -157,6 +159,8 @@ void sp_store_counters_get(sp_store *s, sp_store_counters *out)
     out->commits = atomic_load_explicit(&s->commits, memory_order_relaxed);
     out->statements = atomic_load_explicit(&s->statements, memory_order_relaxed);
     out->round_trips = s->driver->round_trips ? s->driver->round_trips(s->conn) : 0;
+    out->predicted = atomic_load_explicit(&s->predicted, memory_order_relaxed);
+    out->missed = atomic_load_explicit(&s->missed, memory_order_relaxed);
     out->flushes = out->unflushed = 0;
     if (s->driver->flush_counts)
         s->driver->flush_counts(s->conn, &out->flushes, &out->unflushed);

@@ -212,6 +212,7 @@ typedef struct sp_db_batch {
                          * that has returned are not answered yet: the
                          * batch's next exchange answers them first */
     bool failed;        /* that exchange failed: the batch can only be aborted */
+    bool missed;        /* ... because a predicted request's guard failed */
     char failure[SP_MESSAGE_MAX]; /* ... and how */
     size_t requests;    /* write requests released into the batch */
     struct lg_ahead *ahead; /* first reads made ahead (lock_ahead.c) */
@@ -232,7 +233,15 @@ struct sp_store {
      * each request's writes at its RELEASE, so that the failing one fails
      * alone and the others commit when the batch is made again (tx.c). */
     unsigned answered_batches;
-    atomic_ullong commits, statements; /* sp_store_counters */
+    /* First reads predicted from this handle's own commits (predict.c);
+     * NULL until a request could use one. */
+    struct lg_predictions *predictions;
+    atomic_ullong commits, statements, predicted, missed; /* sp_store_counters */
 };
+
+/* In the text of the error a guard of a predicted request raises when the
+ * database does not hold what was predicted (predict.c); a driver maps an
+ * error that names it to unavailable/store.prediction-missed. */
+#define SP_DB_PREDICTION_MISSED "spore-prediction-missed"
 
 #endif

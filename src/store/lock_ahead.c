@@ -81,14 +81,17 @@ bool lg_ahead_take(sp_store *s, const sp_run_key *key, const char *request_id,
 }
 
 /* The requests worth locking ahead, at most one per run, in run order (the
- * order every worker locks them in); *n_out of them in `picked`. */
-static void pick(const sp_lock_ahead *reqs, size_t n, const sp_lock_ahead **picked,
+ * order every worker locks them in); *n_out of them in `picked`. A settle
+ * that will run on predicted reads is not one (predict.c: its guard locks
+ * its run, in its own request). */
+static void pick(sp_store *s, const sp_lock_ahead *reqs, size_t n, const sp_lock_ahead **picked,
                  size_t *n_out)
 {
     size_t k = 0;
     for (size_t i = 0; i < n && k < SP_LOCK_AHEAD_MAX; i++)
         if (reqs[i].attempt && reqs[i].request_id &&
-            strlen(reqs[i].request_id) <= SP_STORE_REQUEST_ID_MAX)
+            strlen(reqs[i].request_id) <= SP_STORE_REQUEST_ID_MAX &&
+            !lg_predict_ready(s, reqs[i].attempt))
             picked[k++] = &reqs[i];
     qsort(picked, k, sizeof *picked, by_run);
     size_t unique = 0;
@@ -152,7 +155,7 @@ sp_store_rc sp_store_batch_lock_ahead(sp_store *s, const sp_lock_ahead *reqs, si
     lg_ahead_clear(s); /* what is left of an earlier call: read again */
     const sp_lock_ahead *picked[SP_LOCK_AHEAD_MAX];
     size_t k;
-    pick(reqs, n, picked, &k);
+    pick(s, reqs, n, picked, &k);
     if (k < 2)
         return SP_STORE_OK;
     rc = lg_batch_open(s, err);

@@ -223,6 +223,7 @@ typedef struct lg_mut {
     sp_db_rows known;       /* the receipt (and the prefetched attempt) read after the lock */
     const sp_attempt_ref *prefetched; /* the attempt whose row `known` holds */
     sp_db_rows extra;       /* what op->extra_read read (no rows without one) */
+    bool predicted;         /* run and known are predicted, checked by guards (predict.c) */
 } lg_mut;
 
 /* A request's first two reads (request.c): the run row locked (with the
@@ -248,6 +249,38 @@ bool lg_ahead_take(sp_store *s, const sp_run_key *key, const char *request_id,
  * rolled back and released their locks). */
 void lg_ahead_clear(sp_store *s);
 
+/* ---- predicted first reads (predict.c) ---- */
+
+/* A request on `key`'s run begins: the run's prediction leaves the table
+ * (the request changes the run, or may); lg_predict_reads may use it, and
+ * lg_predict_stage carries the attempts it names that the request leaves
+ * running. */
+void lg_predict_begin(sp_store *s, const sp_run_key *key);
+/* The database's clock as a lock read saw it (the predicted "now" follows it). */
+void lg_predict_clock(sp_store *s, uint64_t db_now_ms);
+/* The request inserted this running attempt (its commit leaves it). */
+void lg_predict_claimed(lg_mut *m, const sp_attempt_ref *ref, uint64_t number,
+                        uint64_t lease_until_ms, uint64_t deadline_ms);
+/* The request committed into the batch: what it left of the run (with its
+ * attempts running but `settled`) is the prediction for the run's next
+ * request once the batch commits. */
+void lg_predict_stage(lg_mut *m, const sp_attempt_ref *settled);
+/* The batch ended: its staged predictions are kept when it committed (and
+ * a miss in it is counted). */
+void lg_predict_batch_end(sp_store *s, bool committed);
+void lg_predict_close(sp_store *s);
+/* The prediction lifted for m->key, if it names `attempt`. *used: m->run,
+ * m->known and m->now hold it, and its guards are sent (their failure is
+ * the answer of a later exchange, at the latest the batch's COMMIT). */
+sp_store_rc lg_predict_reads(lg_mut *m, const sp_attempt_ref *attempt, const char *request_id,
+                             bool *used, sp_error *err);
+/* A prediction for `attempt`'s settle is kept (the batch need not lock its
+ * run ahead: the settle's guard locks it). */
+bool lg_predict_ready(sp_store *s, const sp_attempt_ref *attempt);
+/* A request on a prediction failed with *err: that is a miss, never its
+ * answer (unavailable/store.prediction-missed; the caller makes it again). */
+sp_store_rc lg_predict_missed(sp_store *s, sp_error *err);
+
 /* The run row was there when the request locked it. */
 bool lg_run_exists(const lg_mut *m);
 /* The row of `ref`'s attempt as the mutation runner fetched it with the
@@ -271,6 +304,12 @@ sp_store_rc lg_need_run(const lg_mut *m, sp_error *err);
 sp_store_rc lg_need_unquarantined(const lg_mut *m, sp_error *err);
 sp_store_rc lg_need_revision(const lg_mut *m, uint64_t expected, sp_error *err);
 
+typedef enum lg_predicting {
+    LG_PREDICT_NONE,   /* the run's prediction is gone after it */
+    LG_PREDICT_LEAVES, /* it leaves one: the attempts it claims (claim_attempt) */
+    LG_PREDICT_USES,   /* ... and runs on one (settle_attempt) */
+} lg_predicting;
+
 typedef struct lg_op {
     const char *name;      /* "create_run": the digest's operation and receipts.operation */
     const char *failpoint; /* "create-run" -> store.create-run.{before,after}-commit; or NULL */
@@ -286,6 +325,9 @@ typedef struct lg_op {
      * go to params[0..LG_EXTRA_PARAMS). A request whose operation has one
      * never takes reads a batch made ahead (lock_ahead.c). */
     void (*extra_read)(const void *req, sp_db_read *read, sp_db_val *params);
+    /* Whether its commit leaves a prediction of the run's next request's
+     * first reads, and whether it runs on one itself (predict.c). */
+    lg_predicting predicts;
 } lg_op;
 #define LG_EXTRA_PARAMS 6
 

@@ -173,6 +173,8 @@ static sp_store_rc insert_attempt(lg_mut *m, const sp_claim_req *terms, const sp
              DB_INT(c->attempt.fence), DB_INT(c->lease_until_ms), DB_INT(c->deadline_ms),
              DB_OPT_TEXT(terms->holder), DB_TEXT(terms->host.host_id), DB_INT(terms->host.pid),
              DB_INT(terms->host.pid_started), DB_INT(m->now));
+    if (rc == SP_STORE_OK && !terms->holder)
+        lg_predict_claimed(m, &c->attempt, c->attempt_number, c->lease_until_ms, c->deadline_ms);
     if (rc == SP_STORE_OK && !invocation_running)
         rc = LG_W1(m->s, err,
                    "UPDATE invocations SET status = 'running'"
@@ -285,7 +287,7 @@ static sp_store_rc claim_validate(const sp_claim_req *req, sp_error *err)
 }
 
 static const lg_op CLAIM_ATTEMPT = {"claim_attempt", "claim-attempt", claim_apply,
-                                    lg_claim_decode, NULL, claim_extra_read};
+                                    lg_claim_decode, NULL, claim_extra_read, LG_PREDICT_LEAVES};
 
 sp_store_rc sp_store_claim_attempt(sp_store *s, const sp_claim_req *req, sp_claim *res,
                                    sp_error *err)
@@ -336,7 +338,7 @@ static const sp_attempt_ref *attempt_of_heartbeat(const void *req)
 }
 
 static const lg_op HEARTBEAT = {"heartbeat", "heartbeat", heartbeat_apply,
-                                lg_lease_decode, attempt_of_heartbeat, NULL};
+                                lg_lease_decode, attempt_of_heartbeat, NULL, LG_PREDICT_NONE};
 
 sp_store_rc sp_store_heartbeat(sp_store *s, const sp_heartbeat_req *req, sp_heartbeat_res *res,
                                sp_error *err)
@@ -385,7 +387,7 @@ static const sp_attempt_ref *attempt_of_hold_attempt(const void *req)
 }
 
 static const lg_op HOLD_ATTEMPT = {"hold_attempt", "hold-attempt", hold_apply,
-                                   lg_lease_decode, attempt_of_hold_attempt, NULL};
+                                   lg_lease_decode, attempt_of_hold_attempt, NULL, LG_PREDICT_NONE};
 
 sp_store_rc sp_store_hold_attempt(sp_store *s, const sp_hold_req *req, sp_heartbeat_res *res,
                                   sp_error *err)

@@ -644,7 +644,7 @@ static sp_store_rc commit_body(const sp_commit_turn_req *req, json_t **body, sp_
 }
 
 static const lg_op COMMIT_TURN = {"commit_turn", "commit-turn", commit_apply,
-                                  lg_committed_decode, NULL, event_extra_read};
+                                  lg_committed_decode, NULL, event_extra_read, LG_PREDICT_NONE};
 
 sp_store_rc sp_store_commit_turn(sp_store *s, const sp_commit_turn_req *req,
                                  sp_commit_turn_res *res, sp_error *err)

@@ -352,6 +352,11 @@ static sp_store_rc lock_and_read_known(lg_mut *m, const lg_op *op, const void *r
     m->prefetched = attempt;
     if (!op->extra_read && lg_ahead_take(m->s, m->key, request_id, attempt, &m->run, &m->known))
         return SP_STORE_OK;
+    if (op->predicts == LG_PREDICT_USES) {
+        sp_store_rc rc = lg_predict_reads(m, attempt, request_id, &m->predicted, err);
+        if (rc || m->predicted)
+            return rc;
+    }
     lg_first_reads f;
     lg_first_reads_make(m->s, m->key, request_id, attempt, &f);
     sp_db_read reads[3] = {f.reads[0], f.reads[1]};
@@ -398,13 +403,17 @@ static sp_store_rc receipt_first(lg_mut *m, const char *request_id, const char *
     return SP_STORE_OK;
 }
 
-/* Authority time: the lock read's, or the driver's - both after the lock. */
+/* Authority time: the lock read's, or the driver's - both after the lock
+ * (or, on a prediction, checked by its guard against the database's). */
 static uint64_t locked_now(lg_mut *m)
 {
     const sp_db_val *now = lg_run_exists(m) ? sp_db_cell(&m->run, 0, LOCK_NOW) : NULL;
     if (!now || now->type != SP_DB_INT)
         return lg_now(m->s);
-    return now->i < 0 ? 0 : (uint64_t)now->i;
+    uint64_t ms = now->i < 0 ? 0 : (uint64_t)now->i;
+    if (!m->predicted)
+        lg_predict_clock(m->s, ms);
+    return ms;
 }
 
 static sp_store_rc insert_receipt(lg_mut *m, const lg_op *op, const char *request_id,
@@ -446,6 +455,8 @@ static sp_store_rc finish_applied(lg_mut *m, const lg_op *op, const char *reques
     }
     failpoint(m->s, op, "before-commit");
     rc = lg_commit(m->s, err);
+    if (rc == SP_STORE_OK && op->predicts)
+        lg_predict_stage(m, m->prefetched);
     if (rc == SP_STORE_OK)
         failpoint(m->s, op, "after-commit");
     return rc;
@@ -466,6 +477,8 @@ static sp_store_rc run_locked(lg_mut *m, const lg_op *op, const char *request_id
     rc = op->apply(m, req, err);
     if (rc == SP_STORE_OK && !m->value)
         rc = lg_encode_fail(err, true, "result value");
+    if (m->predicted && (rc || m->natural_duplicate))
+        rc = lg_predict_missed(m->s, err); /* decided on rows the database may not hold */
     return rc;
 }
 
@@ -480,6 +493,7 @@ sp_store_rc lg_mutate(sp_store *s, const lg_op *op, const sp_run_key *key, const
     if (rc)
         return rc;
     lg_mut m = {.s = s, .key = key};
+    lg_predict_begin(s, key);
     json_t *stored = NULL;
     rc = run_locked(&m, op, request_id, digest, req, &stored, err);
     if (rc || stored || m.natural_duplicate)

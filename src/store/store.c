@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "store/db.h"
+#include "store/logic.h"
 #include "store/postgres/postgres.h"
 #include "store/sqlite/sqlite.h"
 
@@ -41,6 +42,11 @@ const char *sp_store_rc_name(sp_store_rc rc)
 bool sp_store_rc_transient(sp_store_rc rc)
 {
     return rc == SP_STORE_UNAVAILABLE || rc == SP_STORE_UNKNOWN_COMMIT;
+}
+
+bool sp_store_prediction_missed(const sp_error *err)
+{
+    return err && strcmp(err->code, SP_STORE_PREDICTION_MISSED) == 0;
 }
 
 const char *sp_expire_reason_name(sp_expire_reason r)
@@ -97,6 +103,7 @@ void sp_store_close(sp_store *s)
     if (!s)
         return;
     s->driver->close(s->conn);
+    lg_predict_close(s);
     free(s->location);
     free(s);
 }

@@ -54,6 +54,12 @@ const char *sp_store_rc_name(sp_store_rc rc);
 /* True for the kinds the engine retries with the identical request. */
 bool sp_store_rc_transient(sp_store_rc rc);
 
+/* The code of a batch (or request) that ran on predicted first reads the
+ * database did not hold (unavailable): nothing of it applied, and it is to
+ * be made again at once - not a fault to back off from. */
+#define SP_STORE_PREDICTION_MISSED "store.prediction-missed"
+bool sp_store_prediction_missed(const sp_error *err);
+
 /* ---- bounds (store.md §3, kernel.md §7.12) ---- */
 
 #define SP_STORE_EVENT_MAX (64u * 1024)     /* event body: event.too-large */
@@ -864,6 +870,8 @@ typedef struct sp_store_counters {
     uint64_t round_trips; /* PostgreSQL: requests sent and waited for; SQLite: 0 */
     uint64_t flushes;     /* syncs the store's flusher made for deferred commits */
     uint64_t unflushed;   /* deferred commits not on disk yet (now) */
+    uint64_t predicted;   /* requests that ran on predicted first reads */
+    uint64_t missed;      /* ... of them that the database did not hold (made again) */
 } sp_store_counters;
 
 void sp_store_counters_get(sp_store *s, sp_store_counters *out);

@@ -158,6 +158,11 @@ sp_store_rc lg_batch_usable(sp_store *s, sp_error *err)
 {
     if (!s->batch.failed)
         return SP_STORE_OK;
+    if (s->batch.missed)
+        return lg_fail(err, SP_STORE_UNAVAILABLE, SP_STORE_PREDICTION_MISSED,
+                       "the batch cannot commit: %s; it is rolled back and its requests are to"
+                       " be made again",
+                       s->batch.failure);
     return lg_fail(err, SP_STORE_UNAVAILABLE, "store.busy",
                    "the batch cannot commit: %s; it is rolled back and its requests are to be"
                    " made again",
@@ -184,6 +189,7 @@ sp_store_rc lg_batch_fail(sp_store *s, sp_store_rc rc, sp_error *err)
     if (s->batch.failed)
         return rc;
     s->batch.failed = true;
+    s->batch.missed = sp_store_prediction_missed(err);
     snprintf(s->batch.failure, sizeof s->batch.failure, "%s", err->message);
     lg_deferred_writes_failed(s, rc);
     sp_error_clear(err);
@@ -246,6 +252,13 @@ void lg_rollback(sp_store *s)
         lg_query(s, "ROLLBACK TO SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
         lg_query(s, "RELEASE SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
         sp_error_clear(&ignored);
+    } else if (kind == SP_DB_REQUEST_UNGUARDED && s->batch.missed) {
+        /* it ran on predicted reads (predict.c): made again at once, as it was */
+        sp_error why = {0};
+        sp_fail(&why, SP_STORE_PREDICTION_MISSED,
+                "a request on predicted first reads did not apply");
+        lg_batch_fail(s, SP_STORE_UNAVAILABLE, &why);
+        sp_error_clear(&why);
     } else if (kind == SP_DB_REQUEST_UNGUARDED && s->batch.request_touched) {
         /* nothing undoes it alone: the batch is made again, each request in
          * its own savepoint (a failure not transient: lg_batch_fail) */

@@ -157,6 +157,8 @@ sp_store_rc sp_pg_fail(pg_conn *c, const PGresult *res, const char *what, sp_err
     pg_kind k = lost
                     ? (pg_kind){SP_STORE_UNAVAILABLE, "store.io"}
                     : kind_of(state, res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL);
+    if (!lost && primary && strstr(primary, SP_DB_PREDICTION_MISSED)) /* a guard (predict.c) */
+        k = (pg_kind){SP_STORE_UNAVAILABLE, SP_STORE_PREDICTION_MISSED};
     char message[SP_MESSAGE_MAX + 160];
     snprintf(message, sizeof message, "postgres: %s: %s%s%s%s", what, detail,
              state ? " (SQLSTATE " : "", state ? state : "", state ? ")" : "");
