@@ -8,7 +8,10 @@
  * for them, and read again after another request on their run or a
  * rollback of the batch's transaction; a request that fails after it wrote
  * is undone alone, or (without a savepoint) fails the batch, which made
- * again commits the others; a second batch on one thread and a commit
+ * again commits the others; settles run on the reads their claims'
+ * batch predicted (PostgreSQL), and a prediction the database no longer
+ * holds fails the batch with store.prediction-missed, never with an
+ * answer computed from it; a second batch on one thread and a commit
  * without one are refused with their codes.
  *
  * What it must never do: look at an adapter's tables (the other instance's
@@ -289,6 +292,128 @@ static void b01_fails_after_writing(store_env *e)
         sp_claim_free(&c[i]);
 }
 
+static sp_store_counters counters(sp_store *s)
+{
+    sp_store_counters c;
+    sp_store_counters_get(s, &c);
+    return c;
+}
+
+/* Runs b01_pred_<tag>_<i>, each with an attempt that `p` claimed in one
+ * committed batch (what leaves a prediction of its settle's reads). */
+static void predicted_claims(sp_store *p, const char *tag, sp_claim *c, size_t n)
+{
+    sp_error err = {0};
+    char inv[8][SP_ID_LEN + 1];
+    sp_run_key keys[8];
+    for (size_t i = 0; i < n && i < 8; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "b01_pred_%s_%zu", tag, i);
+        keys[i] = fx_key(id);
+        sp_create_run_res r;
+        EXPECT_OK(fx_create(p, &keys[i], id, &r, &err), &err);
+        CHECK_INT(fx_settle(p, &keys[i]), 1);
+        CHECK(fx_invocation(p, &keys[i], inv[i]));
+    }
+    EXPECT_OK(sp_store_batch_begin(p, &err), &err);
+    for (size_t i = 0; i < n && i < 8; i++)
+        EXPECT_OK(fx_claim(p, &keys[i], inv[i], "w-pred", 60000, "1", &c[i], &err), &err);
+    EXPECT_OK(sp_store_batch_commit(p, &err), &err);
+}
+
+/* The settle of `c` on `p` (no decider); its result's sequence, 0 when it
+ * did not answer OK (*rc: its answer). */
+static uint64_t predicted_settle(sp_store *p, const sp_claim *c, fx_decider *dc, sp_store_rc *rc,
+                                 sp_error *err)
+{
+    sp_settle_res r;
+    *rc = fx_settle_attempt(p, &c->attempt, "success", dc, &r, err);
+    uint64_t sequence = *rc == SP_STORE_OK ? r.result_sequence : 0;
+    if (*rc == SP_STORE_OK)
+        sp_settle_res_free(&r);
+    return sequence;
+}
+
+/* A settle runs on the reads its claim's batch predicted (predict.c) where
+ * a statement can check them: on PostgreSQL, with the database's clock
+ * (`p`, no injected clock). After one that prepares the statements, two
+ * settles of one batch, the second without a savepoint, take no exchange
+ * but the COMMIT. When another instance moved the second's run (a signal),
+ * its guard fails: it answered OK, but the commit answers
+ * store.prediction-missed and nothing of the batch is stored; made again,
+ * they read, and the result follows the signal. A predicted settle whose
+ * decision the store refuses answers the miss, not the refusal (computed
+ * from rows the database may not hold); the batch's next settle still runs
+ * on its own prediction and commits; made again, the refused one answers
+ * the refusal. SQLite predicts nothing. */
+static void b01_predicted(store_env *e, sp_store *other)
+{
+    sp_error err = {0};
+    sp_store *p = e->f->open(e->f->ctx, e->location, NULL, &err);
+    if (!p) {
+        check_fail(__FILE__, __LINE__, "an instance on the database's clock: %s", err.code);
+        sp_error_clear(&err);
+        return;
+    }
+    bool checkable = round_trips(p) > 0; /* PostgreSQL */
+    sp_claim c[7];
+    predicted_claims(p, "x", c, 7);
+    sp_store_rc rc;
+    EXPECT_OK(sp_store_batch_begin(p, &err), &err); /* its statements prepared */
+    CHECK_INT(predicted_settle(p, &c[0], NULL, &rc, &err), 2);
+    EXPECT_OK(sp_store_batch_commit(p, &err), &err);
+    /* two on predictions: one exchange, the COMMIT's */
+    sp_store_counters before = counters(p);
+    EXPECT_OK(sp_store_batch_begin(p, &err), &err);
+    CHECK_INT(predicted_settle(p, &c[1], NULL, &rc, &err), 2);
+    CHECK_INT(predicted_settle(p, &c[2], NULL, &rc, &err), 2);
+    EXPECT_OK(sp_store_batch_commit(p, &err), &err);
+    sp_store_counters after = counters(p);
+    CHECK_INT(after.predicted - before.predicted, checkable ? 2 : 0);
+    CHECK_INT(after.missed - before.missed, 0);
+    if (checkable)
+        CHECK_INT(after.round_trips - before.round_trips, 1);
+    /* the second's run moved: the batch misses; made again, they read */
+    sp_append_event_res signal;
+    EXPECT_OK(fx_signal(other, &c[4].attempt.key, "m-pred", "go", &signal, &err), &err);
+    before = counters(p);
+    for (int pass = 0; pass < 2; pass++) {
+        bool misses = checkable && pass == 0;
+        EXPECT_OK(sp_store_batch_begin(p, &err), &err);
+        CHECK_INT(predicted_settle(p, &c[3], NULL, &rc, &err), 2);
+        CHECK_INT(predicted_settle(p, &c[4], NULL, &rc, &err), misses ? 2 : signal.sequence + 1);
+        rc = sp_store_batch_commit(p, &err);
+        if (misses)
+            EXPECT(rc, &err, SP_STORE_UNAVAILABLE, SP_STORE_PREDICTION_MISSED);
+        else
+            EXPECT_OK(rc, &err);
+        for (int i = 3; i < 5; i++)
+            CHECK_INT(result_events(e, &c[i]), !misses);
+    }
+    after = counters(p);
+    CHECK_INT(after.predicted - before.predicted, checkable ? 2 : 0);
+    CHECK_INT(after.missed - before.missed, checkable ? 1 : 0);
+    /* a refused decision on predicted rows: the miss, then the refusal */
+    for (int pass = 0; pass < 2; pass++) {
+        fx_decider bad = {.bad_digest = true};
+        EXPECT_OK(sp_store_batch_begin(p, &err), &err);
+        predicted_settle(p, &c[6], &bad, &rc, &err);
+        if (checkable && pass == 0)
+            EXPECT(rc, &err, SP_STORE_UNAVAILABLE, SP_STORE_PREDICTION_MISSED);
+        else
+            EXPECT(rc, &err, SP_STORE_CONFLICT, "snapshot.digest-mismatch");
+        if (pass == 0)
+            CHECK_INT(predicted_settle(p, &c[5], NULL, &rc, &err), 2);
+        EXPECT_OK(sp_store_batch_commit(p, &err), &err);
+        fx_decider_free(&bad);
+    }
+    CHECK_INT(result_events(e, &c[5]), 1);
+    CHECK_INT(result_events(e, &c[6]), 0);
+    for (int i = 0; i < 7; i++)
+        sp_claim_free(&c[i]);
+    sp_store_close(p);
+}
+
 static void b01_misuse(store_env *e)
 {
     sp_error err = {0};
@@ -316,6 +441,7 @@ void store_b01_batches(store_env *e)
     b01_reads_only(e, other);
     b01_lock_ahead(e, other);
     b01_lock_ahead_bounds(e);
+    b01_predicted(e, other);
     b01_fails_after_writing(e); /* last: its batches answer each request alone after it */
     b01_misuse(e);
     sp_store_close(other);
