@@ -375,7 +375,10 @@ sp_store_rc lg_predict_reads(lg_mut *m, const sp_attempt_ref *attempt, const cha
         return SP_STORE_OK;
     const predicted_attempt *a = attempt ? find_attempt(p, attempt) : NULL;
     int64_t now = t->clock_known ? wall_ms() + t->clock_offset_ms : -1;
-    if (!a || now <= 0 || !guardable(m->s) || !fill(m, p, a, now))
+    /* never behind the run's last "now" (the lock's order): else it reads */
+    const sp_db_val *last = sp_db_cell(&p->run, 0, RUN_UPDATED);
+    if (!a || now <= 0 || (last->type == SP_DB_INT && now < last->i) || !guardable(m->s) ||
+        !fill(m, p, a, now))
         return SP_STORE_OK;
     *used = true;
     atomic_fetch_add_explicit(&m->s->predicted, 1, memory_order_relaxed);
