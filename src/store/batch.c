@@ -112,7 +112,7 @@ static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
     atomic_fetch_add_explicit(&s->commits, requests ? 1 : 0, memory_order_relaxed);
     bool unanswered = s->batch.unanswered;
     sp_store_rc rc = driver_commit(s, ticket, err);
-    s->batch.missed |= rc != SP_STORE_OK && sp_store_prediction_missed(err);
+    s->batch.mispredicted |= rc != SP_STORE_OK && sp_store_prediction_missed(err);
     if (rc != SP_STORE_OK && unanswered)
         lg_deferred_writes_failed(s, rc);
     batch_end(s, rc == SP_STORE_OK);

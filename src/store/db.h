@@ -205,6 +205,7 @@ typedef struct sp_db_batch {
     sp_db_request request; /* ... of this kind */
     bool request_touched;  /* ... and it wrote, or one of its statements failed */
     sp_store_rc request_rc; /* ... the first failure of its statements (0: none) */
+    bool request_missed;    /* ... it ran on predicted reads, and they missed */
     bool answered_each; /* each request's deferred writes are answered at its
                          * RELEASE, each request in its own savepoint, the first
                          * one too (after deferred writes failed for good: tx.c) */
@@ -212,7 +213,8 @@ typedef struct sp_db_batch {
                          * that has returned are not answered yet: the
                          * batch's next exchange answers them first */
     bool failed;        /* that exchange failed: the batch can only be aborted */
-    bool missed;        /* ... because a predicted request's guard failed */
+    bool missed;        /* ... because a request on predicted reads missed */
+    bool mispredicted;  /* a request of it on predicted reads missed (counted) */
     char failure[SP_MESSAGE_MAX]; /* ... and how */
     size_t requests;    /* write requests released into the batch */
     struct lg_ahead *ahead; /* first reads made ahead (lock_ahead.c) */

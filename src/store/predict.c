@@ -241,7 +241,7 @@ void lg_predict_stage(lg_mut *m, const sp_attempt_ref *settled)
 void lg_predict_batch_end(sp_store *s, bool committed)
 {
     struct lg_predictions *t = s->predictions; /* the batch's thread: it ends the batch */
-    if (s->batch.missed)
+    if (s->batch.mispredicted)
         atomic_fetch_add_explicit(&s->missed, 1, memory_order_relaxed);
     for (size_t i = 0; t && i < PREDICT_RUNS; i++) {
         prediction *p = &t->runs[i];
@@ -388,7 +388,7 @@ sp_store_rc lg_predict_reads(lg_mut *m, const sp_attempt_ref *attempt, const cha
 
 sp_store_rc lg_predict_missed(sp_store *s, sp_error *err)
 {
-    s->batch.missed = true; /* counted when the batch ends */
+    s->batch.request_missed = s->batch.mispredicted = true; /* counted when the batch ends */
     char reason[SP_MESSAGE_MAX];
     snprintf(reason, sizeof reason, "%s", err->message);
     sp_error_clear(err);

@@ -190,6 +190,7 @@ sp_store_rc lg_batch_fail(sp_store *s, sp_store_rc rc, sp_error *err)
         return rc;
     s->batch.failed = true;
     s->batch.missed = sp_store_prediction_missed(err);
+    s->batch.mispredicted |= s->batch.missed;
     snprintf(s->batch.failure, sizeof s->batch.failure, "%s", err->message);
     lg_deferred_writes_failed(s, rc);
     sp_error_clear(err);
@@ -216,7 +217,8 @@ static sp_store_rc begin(sp_store *s, sp_db_tx mode, sp_error *err)
         rc = lg_write(s, "SAVEPOINT spore_request", NULL, 0, -1, err);
     if (rc == SP_STORE_OK)
         s->batch.request_open = true, s->batch.request = kind,
-        s->batch.request_touched = false, s->batch.request_rc = SP_STORE_OK;
+        s->batch.request_touched = false, s->batch.request_rc = SP_STORE_OK,
+        s->batch.request_missed = false;
     return rc;
 }
 
@@ -252,7 +254,7 @@ void lg_rollback(sp_store *s)
         lg_query(s, "ROLLBACK TO SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
         lg_query(s, "RELEASE SAVEPOINT spore_request", NULL, 0, NULL, NULL, &ignored);
         sp_error_clear(&ignored);
-    } else if (kind == SP_DB_REQUEST_UNGUARDED && s->batch.missed) {
+    } else if (kind == SP_DB_REQUEST_UNGUARDED && s->batch.request_missed) {
         /* it ran on predicted reads (predict.c): made again at once, as it was */
         sp_error why = {0};
         sp_fail(&why, SP_STORE_PREDICTION_MISSED,
