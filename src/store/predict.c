@@ -43,7 +43,7 @@
 
 #include "store/logic.h"
 
-#define PREDICT_RUNS 32
+#define PREDICT_RUNS 64
 #define PREDICT_ATTEMPTS 4
 /* How far behind the database's clock a predicted "now" may be. */
 #define PREDICT_WINDOW_MS 1000
@@ -69,6 +69,9 @@ typedef struct prediction {
 } prediction;
 
 struct lg_predictions {
+    /* The guards' SQL, made once: its address finds the prepared statement
+     * at once (sp_db_cache's recent keys). */
+    char guard_run_sql[1024], guard_known_sql[1536];
     prediction runs[PREDICT_RUNS];
     prediction lifted; /* the open request's run's, taken out as it began */
     predicted_attempt claimed[PREDICT_ATTEMPTS]; /* by the open request */
@@ -84,10 +87,15 @@ static bool checkable(const sp_store *s)
     return s->driver->write && s->driver->now_sql && s->driver->now_sql(s->conn);
 }
 
+static void guards_make(sp_store *s, struct lg_predictions *t);
+
 static struct lg_predictions *table(sp_store *s)
 {
-    if (!s->predictions && checkable(s))
-        s->predictions = calloc(1, sizeof *s->predictions); /* out of memory: none */
+    if (s->predictions || !checkable(s))
+        return s->predictions;
+    s->predictions = calloc(1, sizeof *s->predictions); /* out of memory: none */
+    if (s->predictions)
+        guards_make(s, s->predictions);
     return s->predictions;
 }
 
@@ -304,28 +312,24 @@ static bool known_of(const predicted_attempt *a, sp_db_rows *out)
     return sp_db_rows_copy(&borrowed, 0, 0, 9, out);
 }
 
-_Static_assert(RUN_NCOLS == 16, "guard_run compares LG_RUN_COLS with 16 parameters");
+_Static_assert(RUN_NCOLS == 16, "the run guard compares LG_RUN_COLS with 16 parameters");
 
-static sp_store_rc guard_run(lg_mut *m, sp_error *err)
+/* 1: the run row, locked only if every column is as predicted. 2: once it
+ * is locked (a new snapshot), the attempt as predicted, its lease held by
+ * the database's clock, no receipt, the predicted "now" not ahead of that
+ * clock and at most PREDICT_WINDOW_MS behind it. Either raises an error
+ * naming SP_DB_PREDICTION_MISSED when it does not hold; clock_timestamp()
+ * keeps that branch volatile (never folded into a constant, never raised
+ * while planning). */
+static void guards_make(sp_store *s, struct lg_predictions *t)
 {
-    char sql[1024];
-    snprintf(sql, sizeof sql,
+    snprintf(t->guard_run_sql, sizeof t->guard_run_sql,
              "SELECT CASE WHEN count(*) = 1 THEN 0 ELSE ('" SP_DB_PREDICTION_MISSED
              ": the run moved at ' || clock_timestamp())::int END"
              " FROM (SELECT 1 FROM runs WHERE tenant = ? AND run_id = ? AND (" LG_RUN_COLS
              ") IS NOT DISTINCT FROM (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)%s) g",
-             m->s->driver->dialect.for_update);
-    sp_db_val p[2 + RUN_NCOLS];
-    p[0] = DB_TEXT(m->key->tenant), p[1] = DB_TEXT(m->key->run_id);
-    memcpy(&p[2], m->run.cells, RUN_NCOLS * sizeof p[0]);
-    return lg_write(m->s, sql, p, 2 + RUN_NCOLS, -1, err);
-}
-
-static sp_store_rc guard_known(lg_mut *m, const predicted_attempt *a, const char *request_id,
-                               sp_error *err)
-{
-    char sql[1536];
-    snprintf(sql, sizeof sql,
+             s->driver->dialect.for_update);
+    snprintf(t->guard_known_sql, sizeof t->guard_known_sql,
              "SELECT CASE WHEN (a.invocation_id, a.attempt_number, a.owner, a.fence,"
              " a.lease_until_ms, a.deadline_ms, a.status) IS NOT DISTINCT FROM"
              " (?, ?, ?, ?, ?, ?, 'running') AND a.lease_until_ms > k.clock"
@@ -334,14 +338,29 @@ static sp_store_rc guard_known(lg_mut *m, const predicted_attempt *a, const char
              " ELSE ('" SP_DB_PREDICTION_MISSED ": the attempt, receipt or clock moved at '"
              " || clock_timestamp())::int END FROM (SELECT %s AS clock) k"
              " LEFT JOIN attempts a ON a.tenant = ? AND a.run_id = ? AND a.attempt_id = ?",
-             PREDICT_WINDOW_MS, m->s->driver->now_sql(m->s->conn));
-    const char *t = m->key->tenant, *r = m->key->run_id;
-    sp_db_val p[] = {DB_TEXT(a->invocation_id), DB_INT(a->number),   DB_TEXT(a->owner),
-                     DB_INT(a->fence),          DB_INT(a->lease_until_ms), DB_INT(a->deadline_ms),
-                     DB_INT(m->now),            DB_INT(m->now),      DB_TEXT(t),
-                     DB_TEXT(r),                DB_TEXT(request_id), DB_TEXT(t),
-                     DB_TEXT(r),                DB_TEXT(a->attempt_id)};
-    return lg_write(m->s, sql, p, sizeof p / sizeof p[0], -1, err);
+             PREDICT_WINDOW_MS, s->driver->now_sql(s->conn));
+}
+
+static sp_store_rc guard_run(lg_mut *m, const struct lg_predictions *t, sp_error *err)
+{
+    sp_db_val p[2 + RUN_NCOLS];
+    p[0] = DB_TEXT(m->key->tenant), p[1] = DB_TEXT(m->key->run_id);
+    memcpy(&p[2], m->run.cells, RUN_NCOLS * sizeof p[0]);
+    return lg_write(m->s, t->guard_run_sql, p, 2 + RUN_NCOLS, -1, err);
+}
+
+static sp_store_rc guard_known(lg_mut *m, const struct lg_predictions *t,
+                               const predicted_attempt *a, const char *request_id, sp_error *err)
+{
+    const char *tenant = m->key->tenant, *run = m->key->run_id;
+    sp_db_val p[] = {DB_TEXT(a->invocation_id), DB_INT(a->number),
+                     DB_TEXT(a->owner),         DB_INT(a->fence),
+                     DB_INT(a->lease_until_ms), DB_INT(a->deadline_ms),
+                     DB_INT(m->now),            DB_INT(m->now),
+                     DB_TEXT(tenant),           DB_TEXT(run),
+                     DB_TEXT(request_id),       DB_TEXT(tenant),
+                     DB_TEXT(run),              DB_TEXT(a->attempt_id)};
+    return lg_write(m->s, t->guard_known_sql, p, sizeof p / sizeof p[0], -1, err);
 }
 
 bool lg_predict_ready(sp_store *s, const sp_attempt_ref *attempt)
@@ -382,8 +401,8 @@ sp_store_rc lg_predict_reads(lg_mut *m, const sp_attempt_ref *attempt, const cha
         return SP_STORE_OK;
     *used = true;
     atomic_fetch_add_explicit(&m->s->predicted, 1, memory_order_relaxed);
-    sp_store_rc rc = guard_run(m, err);
-    return rc ? rc : guard_known(m, a, request_id, err);
+    sp_store_rc rc = guard_run(m, t, err);
+    return rc ? rc : guard_known(m, t, a, request_id, err);
 }
 
 sp_store_rc lg_predict_missed(sp_store *s, sp_error *err)
