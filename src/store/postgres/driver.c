@@ -838,11 +838,21 @@ static void pg_rollback(void *conn)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* The database's clock read within this long is carried forward by the
+ * monotonic clock instead of read again: a scan's or a new run's "now"
+ * costs no round trip of its own. A mutation of a run takes its "now" from
+ * its lock read (request.c), never from here. */
+#define CLOCK_CARRIED_MS 1000
+
 static uint64_t pg_now(void *conn)
 {
     pg_conn *c = conn;
     if (c->has_clock)
         return c->clock.now_ms(c->clock.ctx);
+    uint64_t at = mono_ms();
+    /* read before its answer travelled here: carried forward, never ahead */
+    if (c->clock_read_at && at - c->clock_read_at < CLOCK_CARRIED_MS)
+        return c->clock_read + (at - c->clock_read_at);
     sp_db_rows rows;
     sp_error err = {0};
     uint64_t now = 0;
@@ -852,6 +862,8 @@ static uint64_t pg_now(void *conn)
                  &rows, NULL, &err) == SP_STORE_OK &&
         rows.nrows == 1 && sp_db_cell(&rows, 0, 0)->type == SP_DB_INT)
         now = (uint64_t)sp_db_cell(&rows, 0, 0)->i;
+    if (now)
+        c->clock_read = now, c->clock_read_at = mono_ms();
     sp_db_rows_free(&rows);
     sp_error_clear(&err);
     return now;

@@ -44,6 +44,9 @@ typedef struct pg_conn {
     bool writes_answered;  /* the last sync answered every pending write, all applied */
     size_t npending;
     uint64_t answered_ms; /* monotonic: when the server last answered (0: never) */
+    /* The database's clock as last read (pg_now), and when its answer came
+     * (monotonic; 0: never read) */
+    uint64_t clock_read, clock_read_at;
 } pg_conn;
 
 /* Open the store at `url` (in OR_CREATE mode creating the schema when the
