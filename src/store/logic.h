@@ -329,7 +329,7 @@ typedef struct lg_op {
      * first reads, and whether it runs on one itself (predict.c). */
     lg_predicting predicts;
 } lg_op;
-#define LG_EXTRA_PARAMS 6
+#define LG_EXTRA_PARAMS 12
 
 /* One mutation, store.md §2. `body` (taken) is the JSON array that defines
  * the request (the digest table in request.c). On success `res` is filled

@@ -34,25 +34,18 @@
 
 /* ---- predicates on the run ---- */
 
-/* The ID of the run's next event to apply, read with the lock (lg_op.
- * extra_read: after the lock, so it sees the run as locked; no row when no
- * event is pending). */
-static void event_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
-{
-    const sp_commit_turn_req *req = r;
-    params[0] = DB_TEXT(req->key.tenant), params[1] = DB_TEXT(req->key.run_id);
-    params[2] = DB_TEXT(req->key.tenant), params[3] = DB_TEXT(req->key.run_id);
-    *read = (sp_db_read){"SELECT event_id FROM events WHERE tenant = ? AND run_id = ?"
-                         " AND sequence = (SELECT applied_sequence + 1 FROM runs"
-                         " WHERE tenant = ? AND run_id = ?)",
-                         params, 4};
-}
+/* What commit_turn reads with the lock (turn_extra_read, below), in this
+ * order: the ID of the run's next event to apply (NULL: none pending); then,
+ * when it could be named, the first command's ID check (lookup_command's
+ * three columns) and the command ID and target it checked. */
+enum { EXTRA_EVENT, EXTRA_TAKEN, EXTRA_COMMAND = 4, EXTRA_TARGET, EXTRA_COLS };
 
 static sp_store_rc check_event(lg_mut *m, const sp_commit_turn_req *req, sp_error *err)
 {
-    const sp_db_rows *pending = &m->extra; /* event_extra_read's */
-    if (pending->nrows == 1 && req->event_sequence == lg_run_u64(m, RUN_APPLIED) + 1 &&
-        strcmp(lg_text(pending, 0, 0), req->event_id) == 0)
+    const sp_db_rows *pending = &m->extra; /* turn_extra_read's */
+    const char *event_id = pending->nrows == 1 ? lg_text(pending, 0, EXTRA_EVENT) : NULL;
+    if (event_id && req->event_sequence == lg_run_u64(m, RUN_APPLIED) + 1 &&
+        strcmp(event_id, req->event_id) == 0)
         return SP_STORE_OK;
     return lg_fail(err, SP_STORE_STALE, "event.mismatch",
                    "the pending event is not %s at sequence %llu", req->event_id,
@@ -114,24 +107,50 @@ typedef struct known_invocation {
     uint64_t attempt_number;
 } known_invocation;
 
+/* A command's ID check: is the ID taken, and what the run holds of the
+ * invocation it names (NULL: none). */
+#define COMMAND_CHECK_COLS                                                                         \
+    "(SELECT 1 FROM commands WHERE tenant = ? AND run_id = ? AND command_id = ?), i.status,"      \
+    " i.attempt_number"
+#define COMMAND_CHECK_FROM                                                                         \
+    " FROM (SELECT 1 AS one) d LEFT JOIN invocations i"                                           \
+    " ON i.tenant = ? AND i.run_id = ? AND i.invocation_id = ?"
+
+/* The check's three columns from `col` of `rows`' one row. */
+static void command_checked(const sp_db_rows *rows, size_t col, bool *taken,
+                            known_invocation *inv)
+{
+    *taken = sp_db_cell(rows, 0, col)->type != SP_DB_NULL;
+    inv->found = lg_text(rows, 0, col + 1) != NULL;
+    lg_copy(inv->status, sizeof inv->status, rows, 0, col + 1);
+    inv->attempt_number = lg_u64(rows, 0, col + 2);
+}
+
+/* The check of this command made with the lock (turn_extra_read). */
+static bool checked_with_lock(const lg_mut *m, const char *command_id, const char *target,
+                              bool *taken, known_invocation *inv)
+{
+    const sp_db_rows *x = &m->extra;
+    if (x->nrows != 1 || x->ncols != EXTRA_COLS || !lg_text(x, 0, EXTRA_COMMAND) ||
+        !lg_text(x, 0, EXTRA_TARGET) || strcmp(lg_text(x, 0, EXTRA_COMMAND), command_id) != 0 ||
+        strcmp(lg_text(x, 0, EXTRA_TARGET), target ? target : "") != 0)
+        return false;
+    command_checked(x, EXTRA_TAKEN, taken, inv);
+    return true;
+}
+
 static sp_store_rc lookup_command(lg_mut *m, const char *command_id, const char *target,
                                   bool *taken, known_invocation *inv, sp_error *err)
 {
+    if (checked_with_lock(m, command_id, target, taken, inv))
+        return SP_STORE_OK;
     sp_db_rows rows;
     const char *t = m->key->tenant, *r = m->key->run_id;
-    sp_store_rc rc = LG_Q(m->s, &rows, err,
-                          "SELECT (SELECT 1 FROM commands WHERE tenant = ? AND run_id = ?"
-                          " AND command_id = ?), i.status, i.attempt_number"
-                          " FROM (SELECT 1 AS one) d LEFT JOIN invocations i"
-                          " ON i.tenant = ? AND i.run_id = ? AND i.invocation_id = ?",
+    sp_store_rc rc = LG_Q(m->s, &rows, err, "SELECT " COMMAND_CHECK_COLS COMMAND_CHECK_FROM,
                           DB_TEXT(t), DB_TEXT(r), DB_TEXT(command_id), DB_TEXT(t), DB_TEXT(r),
                           DB_TEXT(target ? target : ""));
-    if (rc == SP_STORE_OK && rows.nrows == 1) {
-        *taken = sp_db_cell(&rows, 0, 0)->type != SP_DB_NULL;
-        inv->found = lg_text(&rows, 0, 1) != NULL;
-        lg_copy(inv->status, sizeof inv->status, &rows, 0, 1);
-        inv->attempt_number = lg_u64(&rows, 0, 2);
-    }
+    if (rc == SP_STORE_OK && rows.nrows == 1)
+        command_checked(&rows, 0, taken, inv);
     sp_db_rows_free(&rows);
     return rc;
 }
@@ -643,8 +662,47 @@ static sp_store_rc commit_body(const sp_commit_turn_req *req, json_t **body, sp_
                    req->status, commands, diagnostics);
 }
 
+/* The first command's target, when the caller gave its payload's value (the
+ * engine's kernel does): "" for a command that names no invocation; NULL
+ * when it cannot be told without parsing. */
+static const char *first_target(const sp_commit_turn_req *req)
+{
+    const sp_command_rec *c = req->ncommands ? &req->commands[0] : NULL;
+    const struct command_kind *k = c ? kind_of(c->kind) : NULL;
+    if (!k || !c->payload_value)
+        return NULL;
+    const char *target = k->names ? str_member(c->payload_value, "invocationId", SP_ID_LEN) : "";
+    return target ? target : "";
+}
+
+#define NEXT_EVENT_SQL                                                                             \
+    "(SELECT event_id FROM events WHERE tenant = ? AND run_id = ?"                                \
+    " AND sequence = (SELECT applied_sequence + 1 FROM runs WHERE tenant = ? AND run_id = ?))"
+
+/* The run's next event to apply, and the first command's ID check, read
+ * with the lock (lg_op.extra_read: after the lock, so they see the run as
+ * locked): a turn's one exchange before its writes (EXTRA_* columns). */
+static void turn_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
+{
+    const sp_commit_turn_req *req = r;
+    const char *t = req->key.tenant, *run = req->key.run_id, *target = first_target(req);
+    params[0] = DB_TEXT(t), params[1] = DB_TEXT(run), params[2] = DB_TEXT(t);
+    params[3] = DB_TEXT(run);
+    if (!target) {
+        *read = (sp_db_read){"SELECT " NEXT_EVENT_SQL, params, 4};
+        return;
+    }
+    const char *id = req->commands[0].command_id;
+    params[4] = DB_TEXT(t), params[5] = DB_TEXT(run), params[6] = DB_TEXT(id);
+    params[7] = DB_TEXT(id), params[8] = DB_TEXT(target);
+    params[9] = DB_TEXT(t), params[10] = DB_TEXT(run), params[11] = DB_TEXT(target);
+    *read = (sp_db_read){"SELECT " NEXT_EVENT_SQL ", " COMMAND_CHECK_COLS ", ?, ?"
+                         COMMAND_CHECK_FROM,
+                         params, 12};
+}
+
 static const lg_op COMMIT_TURN = {"commit_turn", "commit-turn", commit_apply,
-                                  lg_committed_decode, NULL, event_extra_read, LG_PREDICT_NONE};
+                                  lg_committed_decode, NULL, turn_extra_read, LG_PREDICT_NONE};
 
 sp_store_rc sp_store_commit_turn(sp_store *s, const sp_commit_turn_req *req,
                                  sp_commit_turn_res *res, sp_error *err)

@@ -5,6 +5,7 @@
  * bodies, and X01 scans/cursors, X03 blobs/secret/packages, X04 request
  * validation and missing subjects.
  */
+#include <jansson.h>
 #include <sched.h>
 
 #include "suite_util.h"
@@ -219,6 +220,24 @@ static void s08_first_commit(store_env *e, const fx_decision *d)
     CHECK(r.disposition == SP_APPLIED && r.revision == 1);
 }
 
+/* A refused first command, its payload's value given as the engine's kernel
+ * gives it: its ID check then rides in the turn's lock exchange (ops_commit.c
+ * turn_extra_read) and must refuse exactly as a check of its own does. */
+static void s08_first_refused(store_env *e, const sp_commit_turn_req *base, sp_command_rec c,
+                              const char *code)
+{
+    json_t *value = json_loadb(c.payload, c.payload_len, 0, NULL);
+    CHECK(value != NULL);
+    c.payload_value = value;
+    sp_commit_turn_req req = *base;
+    req.commands = &c;
+    req.ncommands = 1;
+    sp_commit_turn_res r;
+    sp_error err = {0};
+    EXPECT(sp_store_commit_turn(e->a, &req, &r, &err), &err, SP_STORE_CONFLICT, code);
+    json_decref(value);
+}
+
 void store_s08_invalid_second_command(store_env *e)
 {
     sp_run_key k = fx_key("run_s08");
@@ -227,6 +246,10 @@ void store_s08_invalid_second_command(store_env *e)
     fx_decision d;
     CHECK(fx_decide(e->a, &k, &d));
     CHECK_INT(d.req.ncommands, 1);
+    char first_id[SP_STORE_ID_MAX + 1], first_payload[1024];
+    snprintf(first_id, sizeof first_id, "%s", d.commands[0].command_id);
+    snprintf(first_payload, sizeof first_payload, "%.*s", (int)d.commands[0].payload_len,
+             d.commands[0].payload);
     s08_first_commit(e, &d);
     fx_decision_free(&d);
     /* a retry with the wrong attempt number */
@@ -247,6 +270,13 @@ void store_s08_invalid_second_command(store_env *e)
     sp_commit_turn_res r;
     EXPECT(sp_store_commit_turn(e->a, &req, &r, &err), &err, SP_STORE_CONFLICT,
            "invocation.retry-invalid");
+    /* the same checks made with the lock: the wrong attempt number, an ID the
+     * first turn took, a schedule of the invocation that exists */
+    s08_first_refused(e, &d.req, wrong, "invocation.retry-invalid");
+    s08_first_refused(e, &d.req, command(first_id, "activity.retry", d.commands[0].payload),
+                      "command.id-conflict");
+    s08_first_refused(e, &d.req, command("cmd_s08_g", "activity.schedule", first_payload),
+                      "invocation.exists");
     EXPECT_OK(sp_store_commit_turn(e->a, &d.req, &r, &err), &err);
     fx_decision_free(&d);
     sp_claim_free(&c);
