@@ -90,8 +90,10 @@
  * 3.05 measured when each request waited for its RELEASE, 1.85 once its
  * writes were answered by the next request's reads, 0.92 once a batch
  * locked its settles' runs ahead in one exchange, 0.73 since a claim's
- * invocation and a turn's event are read with the lock (2026-12-03) */
-#define CONCURRENT_ROUND_TRIPS_PER_STEP_X100 110
+ * invocation and a turn's event are read with the lock (2026-12-03), 0.56-0.61
+ * once settles ran on predicted reads (predict.c) and a turn's first command
+ * was checked with its lock */
+#define CONCURRENT_ROUND_TRIPS_PER_STEP_X100 80
 /* ... and statements a step (x10): 15.0 while each request after a batch's
  * first had its SAVEPOINT and RELEASE, 12.7 without (2026-12-03) */
 #define CONCURRENT_STATEMENTS_PER_STEP_X10 140
