@@ -34,7 +34,9 @@
  * The runner: begin(write) -> lock the run row (dialect.for_update; with the
  * database's now when the driver has one) -> one read of the receipt and of
  * the attempt an attempt operation names, and the operation's own first
- * read (lg_op.extra_read), in the lock's exchange ->
+ * read (lg_op.extra_read), in the lock's exchange (or, for a settle on
+ * PostgreSQL, the first reads its claim's batch predicted, with the guards
+ * that check them ahead of its writes: predict.c) ->
  * receipt first (same digest: the stored value, `duplicate`, nothing else
  * evaluated; other digest: conflict/request.digest-mismatch) -> now ->
  * op->apply (predicates in order, writes) -> the run row's changes in one
@@ -44,8 +46,11 @@
  * the value, fresh or replayed, so both paths answer the same bytes.
  *
  * What it must never do: evaluate a predicate before the receipt lookup,
- * write a receipt for a failure or a natural-key duplicate, or sample "now"
- * before the lock is held.
+ * write a receipt for a failure or a natural-key duplicate, or take a "now"
+ * that the lock does not bound: sampled after it is held, or - predicted -
+ * behind the run's last one and checked by the guard that takes the lock
+ * (not ahead of the database's clock, at most a second behind it, and the
+ * lease held by that clock: predict.c).
  */
 #include <stdarg.h>
 #include <stdio.h>
