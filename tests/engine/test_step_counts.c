@@ -9,12 +9,13 @@
  *     result, its event, the kernel's decision and the next claim share one
  *     transaction: STEPS + 1 commits for STEPS steps, the first turn
  *     included) and at most STATEMENTS_PER_STEP statements per step, and on
- *     PostgreSQL at most ROUND_TRIPS_PER_STEP client/server round trips
- *     and no wake-up NOTIFY but the first turn's: a step whose result the
- *     same transaction consumes and whose next step it claims has no work
- *     to announce, and a notifying commit holds PostgreSQL's database-wide
- *     notify lock through its WAL flush, so other workers' commits could
- *     not share the flush;
+ *     PostgreSQL (after a warm-up run) at most ROUND_TRIPS_PER_STEP_X10 / 10
+ *     client/server round trips, every settle but the missed ones on
+ *     predicted first reads, and no wake-up NOTIFY but the first turn's: a
+ *     step whose result the same transaction consumes and whose next step
+ *     it claims has no work to announce, and a notifying commit holds
+ *     PostgreSQL's database-wide notify lock through its WAL flush, so
+ *     other workers' commits could not share the flush;
  *   concurrent: RUNS runs x 10 steps served by one engine share commits
  *     (group commit): well under one commit per step; on PostgreSQL at
  *     most CONCURRENT_ROUND_TRIPS_PER_STEP_X100 / 100 round trips and
@@ -27,6 +28,10 @@
  *     that one worker does not take every ready run from the others: one
  *     step, one commit.
  *
+ *   mispredicted (PostgreSQL): another session moves a run row and a
+ *     running attempt's lease under predicted settles (one run, three
+ *     runs): they miss, the batches are made again, every run completes,
+ *     and every step ran once and left one attempt and one result;
  *   flush (SQLite): a sequential step's commit is flushed by the store's
  *     own thread while the next inline `idempotent` step runs; an `unsafe`
  *     inline step and a pool step run only once their claim is on disk;
