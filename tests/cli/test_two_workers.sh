@@ -30,9 +30,12 @@ start_runs() { # <from> <to>
 }
 
 start_runs 1 10
-start_bg worker-a worker --db "$db" --poll-ms 20 --json
+# Two steps at a time each: neither worker can hold every run. With the
+# default 16 slots the worker that came up first could take all ten ready
+# runs and, busy, win each new one too: "both claimed" would be luck.
+start_bg worker-a worker --db "$db" --poll-ms 20 --concurrency 2 --json
 wa=$bg_pid
-start_bg worker-b worker --db "$db" --poll-ms 20 --json
+start_bg worker-b worker --db "$db" --poll-ms 20 --concurrency 2 --json
 wb=$bg_pid
 start_runs 11 "$runs"
 
