@@ -33,11 +33,6 @@ struct lg_ahead {
     sp_db_rows run, known;
 };
 
-static bool same_key(const sp_run_key *a, const sp_run_key *b)
-{
-    return strcmp(a->tenant, b->tenant) == 0 && strcmp(a->run_id, b->run_id) == 0;
-}
-
 static int by_run(const void *a, const void *b)
 {
     const sp_run_key *x = &(*(const sp_lock_ahead *const *)a)->attempt->key;
@@ -64,7 +59,7 @@ bool lg_ahead_take(sp_store *s, const sp_run_key *key, const char *request_id,
         return false;
     for (size_t i = 0; i < s->batch.nahead; i++) {
         struct lg_ahead *a = &s->batch.ahead[i];
-        if (a->offered || !same_key(&a->key, key))
+        if (a->offered || !lg_same_run(&a->key, key))
             continue;
         a->offered = true;
         bool mine = attempt && strcmp(a->request_id, request_id) == 0 &&
@@ -96,7 +91,7 @@ static void pick(sp_store *s, const sp_lock_ahead *reqs, size_t n, const sp_lock
     qsort(picked, k, sizeof *picked, by_run);
     size_t unique = 0;
     for (size_t i = 0; i < k; i++)
-        if (!unique || !same_key(&picked[unique - 1]->attempt->key, &picked[i]->attempt->key))
+        if (!unique || !lg_same_run(&picked[unique - 1]->attempt->key, &picked[i]->attempt->key))
             picked[unique++] = picked[i];
     *n_out = unique;
 }

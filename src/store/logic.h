@@ -67,6 +67,12 @@ sp_store_rc lg_pack(json_t **out, sp_error *err, const char *fmt, ...);
 /* A run status fits sp_run_view.status. */
 #define LG_STATUS_MAX 23
 
+/* The same run. */
+static inline bool lg_same_run(const sp_run_key *a, const sp_run_key *b)
+{
+    return strcmp(a->tenant, b->tenant) == 0 && strcmp(a->run_id, b->run_id) == 0;
+}
+
 /* ---- u63 values ---- */
 
 static inline uint64_t lg_sat_add(uint64_t a, uint64_t b)

@@ -107,11 +107,6 @@ static struct lg_predictions *mine(sp_store *s)
     return lg_in_batch(s) ? s->predictions : NULL;
 }
 
-static bool same_key(const sp_run_key *a, const sp_run_key *b)
-{
-    return strcmp(a->tenant, b->tenant) == 0 && strcmp(a->run_id, b->run_id) == 0;
-}
-
 static prediction *slot(struct lg_predictions *t, const sp_run_key *key)
 {
     uint32_t h = 2166136261u;
@@ -137,7 +132,7 @@ void lg_predict_begin(sp_store *s, const sp_run_key *key)
     t->nclaimed = 0;
     drop(&t->lifted);
     prediction *p = slot(t, key);
-    if (p->state == PREDICTION_NONE || !same_key(&p->key, key))
+    if (p->state == PREDICTION_NONE || !lg_same_run(&p->key, key))
         return;
     t->lifted = *p; /* its rows move with it */
     *p = (prediction){0};
@@ -367,7 +362,7 @@ bool lg_predict_ready(sp_store *s, const sp_attempt_ref *attempt)
 {
     struct lg_predictions *t = mine(s);
     prediction *p = t && t->clock_known ? slot(t, &attempt->key) : NULL;
-    return p && p->state == PREDICTION_VALID && same_key(&p->key, &attempt->key) &&
+    return p && p->state == PREDICTION_VALID && lg_same_run(&p->key, &attempt->key) &&
            find_attempt(p, attempt) != NULL;
 }
 

@@ -158,12 +158,8 @@ sp_store_rc lg_batch_usable(sp_store *s, sp_error *err)
 {
     if (!s->batch.failed)
         return SP_STORE_OK;
-    if (s->batch.missed)
-        return lg_fail(err, SP_STORE_UNAVAILABLE, SP_STORE_PREDICTION_MISSED,
-                       "the batch cannot commit: %s; it is rolled back and its requests are to"
-                       " be made again",
-                       s->batch.failure);
-    return lg_fail(err, SP_STORE_UNAVAILABLE, "store.busy",
+    return lg_fail(err, SP_STORE_UNAVAILABLE,
+                   s->batch.missed ? SP_STORE_PREDICTION_MISSED : "store.busy",
                    "the batch cannot commit: %s; it is rolled back and its requests are to be"
                    " made again",
                    s->batch.failure);
