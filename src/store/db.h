@@ -62,6 +62,12 @@ typedef struct sp_db_dialect {
     const char *skip_locked; /* appended to work-selection SELECTs (SP_DB_SCAN) */
     const char *unindexed;   /* before a column: keep the planner off its indexes
                               * for that term (SQLite's unary +; "" elsewhere) */
+    /* A run with a pending event, spelled as the database's partial index
+     * runs_ready is (a planner uses the index only for the predicate it
+     * names). PostgreSQL names a stored generated column, so that a step's
+     * update of the counters it is made of changes no indexed column (a HOT
+     * update; src/store/postgres/schema.c). */
+    const char *run_ready;
 } sp_db_dialect;
 
 /* What a transaction is for. READ: a coherent read of one snapshot (no

@@ -3,7 +3,8 @@
  * opaque JSON-array cursors of store.md §4.
  *
  * scan_ready: non-quarantined runs with a pending event (next_sequence >
- * applied_sequence + 1), ascending (tenant, run); cursor [tenant, run].
+ * applied_sequence + 1, spelled as the dialect's run_ready), ascending
+ * (tenant, run); cursor [tenant, run].
  *
  * scan_due, in three phases read in one transaction at one "now":
  *   lease    running attempts with leaseUntilMs <= now, by (lease, attempt ID)
@@ -87,18 +88,18 @@ char *lg_cursor_make(const char *const *parts, size_t n)
 
 /* ---- scan_ready ---- */
 
-#define READY_SELECT                                                                               \
-    "SELECT tenant, run_id FROM runs"                                                              \
-    " WHERE quarantine_code IS NULL AND next_sequence > applied_sequence + 1 "
+/* %s: the dialect's run_ready term */
+#define READY_SELECT "SELECT tenant, run_id FROM runs WHERE quarantine_code IS NULL AND %s "
 
 static sp_store_rc ready_query(sp_store *s, const char *const *after, size_t limit,
                                sp_db_rows *rows, sp_error *err)
 {
+    char sql[256];
+    snprintf(sql, sizeof sql, READY_SELECT "%sORDER BY tenant, run_id LIMIT ?",
+             s->driver->dialect.run_ready, after ? "AND (tenant, run_id) > (?, ?) " : "");
     if (after)
-        return LG_S(s, rows, err,
-                    READY_SELECT "AND (tenant, run_id) > (?, ?) ORDER BY tenant, run_id LIMIT ?",
-                    DB_TEXT(after[0]), DB_TEXT(after[1]), DB_INT(limit + 1));
-    return LG_S(s, rows, err, READY_SELECT "ORDER BY tenant, run_id LIMIT ?", DB_INT(limit + 1));
+        return LG_S(s, rows, err, sql, DB_TEXT(after[0]), DB_TEXT(after[1]), DB_INT(limit + 1));
+    return LG_S(s, rows, err, sql, DB_INT(limit + 1));
 }
 
 static sp_store_rc ready_fill(const sp_db_rows *rows, size_t limit, sp_key_page *out, sp_error *err)

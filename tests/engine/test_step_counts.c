@@ -254,10 +254,30 @@ static long long pg_number(PGconn *c, const char *sql)
     return n;
 }
 
+/* A number of the server's statistics (`sql`), read once the engine's
+ * sessions are gone (a session reports its statistics at the latest when
+ * it exits) and the number stopped moving; -1 on error. */
+static long long pg_settled_stat(const char *location, const char *sql)
+{
+    PGconn *c = PQconnectdb(location);
+    long long n = -1, last = -2;
+    if (PQstatus(c) == CONNECTION_OK)
+        PQclear(PQexec(c, "SET application_name = 'counts-observer'"));
+    for (int waited = 0; PQstatus(c) == CONNECTION_OK && waited < 10000; waited += 100) {
+        long long engines = pg_number(c, "SELECT count(*) FROM pg_stat_activity"
+                                         " WHERE application_name = 'counts-engine'");
+        n = pg_number(c, sql);
+        if (engines == 0 && n >= 0 && n == last)
+            break;
+        last = n;
+        usleep(100 * 1000);
+    }
+    PQfinish(c);
+    return n;
+}
+
 /* The scans of the store's secondary unique keys so far
- * (pg_stat_user_indexes.idx_scan), read once the engine's sessions are gone
- * (a session reports its statistics at the latest when it exits) and the
- * sum stopped moving; -1 on error. Scans, not the entries they read: how
+ * (pg_stat_user_indexes.idx_scan). Scans, not the entries they read: how
  * many entries a lookup by key reads depends on the dead row versions other
  * sessions' snapshots keep (a run row updated every step leaves one a step
  * while any transaction older than the run is open). */
@@ -266,23 +286,22 @@ static long long pg_number(PGconn *c, const char *sql)
     " 'attempts_fence')"
 static long long pg_key_scans(const char *location)
 {
-    PGconn *c = PQconnectdb(location);
-    long long sum = -1, last = -2;
-    if (PQstatus(c) == CONNECTION_OK)
-        PQclear(PQexec(c, "SET application_name = 'counts-observer'"));
-    for (int waited = 0; PQstatus(c) == CONNECTION_OK && waited < 10000; waited += 100) {
-        long long engines = pg_number(c, "SELECT count(*) FROM pg_stat_activity"
-                                         " WHERE application_name = 'counts-engine'");
-        sum = pg_number(c, "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes"
-                           " WHERE schemaname = current_schema() AND indexrelname IN "
-                           SECONDARY_KEYS);
-        if (engines == 0 && sum >= 0 && sum == last)
-            break;
-        last = sum;
-        usleep(100 * 1000);
-    }
-    PQfinish(c);
-    return sum;
+    return pg_settled_stat(location, "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes"
+                                     " WHERE schemaname = current_schema() AND indexrelname IN "
+                                     SECONDARY_KEYS);
+}
+
+/* Updates of `table` so far (pg_stat_user_tables), all of them or (`hot`)
+ * those made in place: a new row version on the same page and no new
+ * index entry (src/store/postgres/schema.c, HOT_DDL). */
+static long long pg_updates(const char *location, const char *table, bool hot)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT coalesce(sum(%s), 0) FROM pg_stat_user_tables"
+             " WHERE schemaname = current_schema() AND relname = '%s'",
+             hot ? "n_tup_hot_upd" : "n_tup_upd", table);
+    return pg_settled_stat(location, sql);
 }
 
 /* A step finds its rows by their primary keys. On a new store the
@@ -295,6 +314,25 @@ static long long pg_key_scans(const char *location)
  * may use them. */
 #define KEY_SCANS_MAX 4
 #define OTHER_RUNS 40
+
+/* A step's update of its run row is made in place (HOT): it changes no
+ * indexed column, and the table leaves room on its pages
+ * (src/store/postgres/schema.c, HOT_DDL). Before that, every one wrote an
+ * entry into each of the table's three indexes. A few may not be (a page
+ * that another session's snapshot keeps full of old versions): at most one
+ * in HOT_MISSES_DIVISOR. */
+#define HOT_MISSES_DIVISOR 10
+
+/* `before`: pg_updates of `table` (all, hot) before the counted run. */
+static void hot_updates(const char *location, const char *table, const long long before[2])
+{
+    long long all = pg_updates(location, table, false) - before[0];
+    long long hot = pg_updates(location, table, true) - before[1];
+    printf("postgres sequential: %lld updates of %s, %lld of them in place (HOT)\n", all, table,
+           hot);
+    CHECK(before[0] >= 0 && before[1] >= 0 && all >= STEPS); /* the statistics are there */
+    CHECK(hot <= all && (all - hot) * HOT_MISSES_DIVISOR <= all);
+}
 
 /* OTHER_RUNS runs in the tenant, each waiting for a signal. */
 static void waiting_runs(const char *location)
@@ -378,10 +416,12 @@ static void sequential(const char *location, const char *label)
     atomic_store(&CALLS, 0);
     sp_run_key key;
     bool pg = strcmp(label, "postgres") == 0;
-    long long others = 0;
+    long long others = 0, updated[2] = {0};
     if (pg) {
         waiting_runs(location);
         others = pg_key_scans(location);
+        updated[0] = pg_updates(location, "runs", false);
+        updated[1] = pg_updates(location, "runs", true);
     }
     if (!fixture_open(&f, location, MODE_POOL)) {
         fixture_close(&f);
@@ -446,6 +486,7 @@ static void sequential(const char *location, const char *label)
                scans, OTHER_RUNS);
         CHECK(others >= 2 * OTHER_RUNS); /* the statistics are there: each start looked */
         CHECK(scans >= 0 && scans <= KEY_SCANS_MAX);
+        hot_updates(location, "runs", updated);
     }
 }
 

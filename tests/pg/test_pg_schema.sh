@@ -14,7 +14,12 @@
 #   tells rows apart, not with tenant (docs/postgres.md §3d); a store whose
 #   keys lead with (tenant, ...), as an older spore made them, keeps them
 #   when a reader opens it and gets them reordered, with its rows and its
-#   uniqueness kept, when a writer does.
+#   uniqueness kept, when a writer does;
+# - runs_ready's predicate names the stored generated column runs.ready (so
+#   that a step's update of its run is HOT, src/store/postgres/schema.c); a
+#   store without it, as an older spore made it, keeps its index when a
+#   reader opens it and gets the column and the rebuilt index when a writer
+#   does, a run started before found ready and run by a worker.
 set -euo pipefail
 source "$(dirname "$0")/../cli/lib.sh" "$@"
 source "$(dirname "$0")/pglib.sh"
@@ -66,6 +71,10 @@ checks=$((checks + 1))
 [ "$(constraints "'u'")" -eq 5 ] || fail "the store has $(constraints "'u'") unique keys, want 5"
 checks=$((checks + 1))
 [ "$(keys_by_tenant)" -eq 0 ] || fail "$(keys_by_tenant) unique keys of a new store lead with tenant"
+# a run started and left for a worker: ready, through the migration below
+sp start "$wf/approval.json" --key waiting --db "$db" --json
+expect_rc 0 "a run starts, for a worker to take later"
+waiting=$(jq -r '.runId // empty' <<<"$out")
 sql "ALTER TABLE runs DROP CONSTRAINT runs_start_key, ADD CONSTRAINT runs_start_key UNIQUE (tenant, start_key);
   ALTER TABLE events DROP CONSTRAINT events_event_id, ADD CONSTRAINT events_event_id UNIQUE (tenant, run_id, event_id);
   ALTER TABLE transitions DROP CONSTRAINT transitions_consumed,
@@ -73,12 +82,32 @@ sql "ALTER TABLE runs DROP CONSTRAINT runs_start_key, ADD CONSTRAINT runs_start_
   ALTER TABLE attempts DROP CONSTRAINT attempts_number,
     ADD CONSTRAINT attempts_number UNIQUE (tenant, run_id, invocation_id, attempt_number),
     DROP CONSTRAINT attempts_fence, ADD CONSTRAINT attempts_fence UNIQUE (tenant, run_id, fence)" >/dev/null
+# hot_columns: whether runs.ready is there (1) or not (0); hot_indexes:
+# whether runs_ready names it
+hot_columns() {
+  sql "SELECT count(*) FROM pg_catalog.pg_attribute WHERE NOT attisdropped
+    AND attrelid = '$pg_schema.runs'::regclass AND attname = 'ready'"
+}
+hot_indexes() {
+  sql "SELECT count(*) FROM pg_catalog.pg_indexes WHERE schemaname = '$pg_schema'
+    AND indexname = 'runs_ready' AND indexdef LIKE '%AND ready)'"
+}
+checks=$((checks + 1))
+[ "$(hot_columns)/$(hot_indexes)" = 1/1 ] ||
+  fail "a new store's HOT column and index: $(hot_columns)/$(hot_indexes), want 1/1"
+sql "ALTER TABLE runs DROP COLUMN ready, RESET (fillfactor);
+  CREATE INDEX runs_ready ON runs (tenant, run_id)
+    WHERE quarantine_code IS NULL AND next_sequence > applied_sequence + 1" >/dev/null
 checks=$((checks + 1))
 [ "$(keys_by_tenant)" -eq 5 ] || fail "the older store's keys were not made"
+checks=$((checks + 1))
+[ "$(hot_columns)/$(hot_indexes)" = 0/0 ] || fail "the older store still has the HOT column"
 sp list --db "$db" --json
 expect_rc 0 "a reader opens the older store"
 checks=$((checks + 1))
 [ "$(keys_by_tenant)" -eq 5 ] || fail "a reader changed the older store's keys"
+checks=$((checks + 1))
+[ "$(hot_columns)/$(hot_indexes)" = 0/0 ] || fail "a reader added the HOT column"
 sp run "$tmp/wide.json" --db "$db" --key after-reorder --json
 expect_rc 0 "a writer opens the older store and runs"
 checks=$((checks + 1))
@@ -88,6 +117,26 @@ checks=$((checks + 1))
 checks=$((checks + 1))
 [ "$(sql "SELECT count(*) FROM runs WHERE status = 'completed'")" -eq 2 ] ||
   fail "the runs are not both completed after the reorder"
+checks=$((checks + 1))
+[ "$(hot_columns)/$(hot_indexes)" = 1/1 ] ||
+  fail "a writer left the HOT column and index at $(hot_columns)/$(hot_indexes), want 1/1"
+checks=$((checks + 1))
+[ "$(sql "SELECT count(*) FROM runs WHERE ready AND run_id = '$waiting'")" -eq 1 ] ||
+  fail "the run started before the migration is not ready after it"
+# run_is <status>: the waiting run has that status
+run_is() { [ "$(sql "SELECT status FROM runs WHERE run_id = '$waiting'")" = "$1" ]; }
+# a worker finds that run through the rebuilt runs_ready; then the signal
+# makes it ready again
+start_bg hot-worker worker --db "$db" --poll-ms 100
+hot_worker=$bg_pid
+checks=$((checks + 1))
+wait_for 30 run_is waiting || fail "the worker did not take the run started before the migration"
+sp signal "$waiting" approval --outcome approved --db "$db" --json
+expect_rc 0 "signal the run started before the migration"
+checks=$((checks + 1))
+wait_for 30 run_is completed || fail "the worker did not complete the signalled run"
+kill -TERM "$hot_worker"
+wait_bg "$hot_worker" 30
 # copy_attempt <attempt number offset>: a copy of one attempt under another
 # ID and fence, with its number moved by the offset
 copy_attempt() {

@@ -903,7 +903,7 @@ static uint64_t pg_round_trips(void *conn)
 static const sp_db_driver PG_DRIVER = {
     .name = "postgres",
     .dialect = {.for_update = " FOR UPDATE", .skip_locked = " FOR UPDATE SKIP LOCKED",
-                .unindexed = ""},
+                .unindexed = "", .run_ready = "ready"},
     .begin = pg_begin,
     .commit = pg_commit,
     .rollback = pg_rollback,

@@ -387,7 +387,10 @@ static void sq_close(void *conn)
 
 static const sp_db_driver SQLITE_DRIVER = {
     .name = "sqlite",
-    .dialect = {.for_update = "", .skip_locked = "", .unindexed = "+"},
+    .dialect = {.for_update = "",
+                .skip_locked = "",
+                .unindexed = "+",
+                .run_ready = "next_sequence > applied_sequence + 1"},
     .one_writer = true,
     .begin = sq_begin,
     .commit = sq_commit,
