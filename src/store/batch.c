@@ -161,7 +161,6 @@ void sp_store_counters_get(sp_store *s, sp_store_counters *out)
     out->round_trips = s->driver->round_trips ? s->driver->round_trips(s->conn) : 0;
     out->predicted = atomic_load_explicit(&s->predicted, memory_order_relaxed);
     out->missed = atomic_load_explicit(&s->missed, memory_order_relaxed);
-    out->checkpoints = s->driver->checkpoints ? s->driver->checkpoints(s->conn) : 0;
     out->flushes = out->unflushed = 0;
     if (s->driver->flush_counts)
         s->driver->flush_counts(s->conn, &out->flushes, &out->unflushed);

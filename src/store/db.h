@@ -117,9 +117,6 @@ typedef struct sp_db_driver {
     /* Optional with commit_deferred: the syncs made so far, and the deferred
      * commits not yet on disk (sp_store_counters). */
     void (*flush_counts)(void *conn, uint64_t *flushes, uint64_t *unflushed);
-    /* Optional: the checkpoints a thread of the driver's own ran so far
-     * (SQLite's checkpointer; sp_store_counters). */
-    uint64_t (*checkpoints)(void *conn);
     void (*rollback)(void *conn);
     /* Run one statement. `out` (may be NULL) receives the rows; `changes`
      * (may be NULL) the number of rows written. A unique-constraint

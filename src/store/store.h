@@ -872,7 +872,6 @@ typedef struct sp_store_counters {
     uint64_t unflushed;   /* deferred commits not on disk yet (now) */
     uint64_t predicted;   /* requests that ran on predicted first reads */
     uint64_t missed;      /* ... of them that the database did not hold (made again) */
-    uint64_t checkpoints; /* SQLite: checkpoints the store's own thread ran beside commits */
 } sp_store_counters;
 
 void sp_store_counters_get(sp_store *s, sp_store_counters *out);

@@ -43,9 +43,6 @@ typedef struct sq_conn {
     bool no_flusher;        /* the flusher could not start: every commit flushes itself */
     /* started by the first deferred commit; read by other threads' counters */
     _Atomic(sq_flusher *) flusher;
-    bool no_checkpointer; /* it could not start: the hook checkpoints itself */
-    /* started by the first checkpoint; read by other threads' counters */
-    _Atomic(sq_checkpointer *) checkpointer;
 } sq_conn;
 
 /* ---- error mapping ---- */
@@ -354,13 +351,6 @@ static sp_store_rc sq_commit_deferred(void *conn, uint64_t *ticket, sp_error *er
     return rc;
 }
 
-static uint64_t sq_checkpoints(void *conn)
-{
-    sq_conn *c = conn;
-    sq_checkpointer *k = atomic_load(&c->checkpointer);
-    return k ? sq_checkpointer_count(k) : 0;
-}
-
 static void sq_flush_counts(void *conn, uint64_t *flushes, uint64_t *unflushed)
 {
     sq_conn *c = conn;
@@ -389,7 +379,6 @@ static void sq_close(void *conn)
     if (!c)
         return;
     sq_flusher_stop(atomic_load(&c->flusher)); /* committed is on disk before the close */
-    sq_checkpointer_stop(atomic_load(&c->checkpointer)); /* this close is then the last */
     sp_db_cache_clear(&c->statements);
     sqlite3_close_v2(c->db);
     pthread_mutex_destroy(&c->mu);
@@ -407,7 +396,6 @@ static const sp_db_driver SQLITE_DRIVER = {
     .commit = sq_commit,
     .commit_deferred = sq_commit_deferred,
     .wait_flushed = sq_wait_flushed,
-    .checkpoints = sq_checkpoints,
     .flush_counts = sq_flush_counts,
     .rollback = sq_rollback,
     .query = sq_query,
@@ -445,29 +433,12 @@ static sp_store_rc wal(sqlite3 *db, sp_error *err)
     return rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(db, rc, "journal_mode", err);
 }
 
-/* The checkpointer, started on first use; NULL when it cannot be (the hook
- * then checkpoints itself: not tried again). */
-static sq_checkpointer *checkpointer_of(sq_conn *c)
-{
-    sq_checkpointer *k = atomic_load(&c->checkpointer);
-    if (k || c->no_checkpointer)
-        return k;
-    sp_error ignored = {0};
-    k = sq_checkpointer_start(sqlite3_db_filename(c->db, "main"), &ignored);
-    sp_error_clear(&ignored);
-    c->no_checkpointer = k == NULL;
-    atomic_store(&c->checkpointer, k);
-    return k;
-}
-
 /* The connection's WAL hook, in place of SQLite's automatic checkpoint
  * (the hook SQLite installs otherwise): after a commit that left the WAL at
- * SP_SQLITE_CHECKPOINT_PAGES or more, ask the checkpointer thread to copy it
- * back, and go on; past SP_SQLITE_CHECKPOINT_INLINE_PAGES (it did not catch
- * up), or without a checkpointer, copy it back here. Either is PASSIVE:
- * never waits for a reader. When a reader in another worker process still
- * used the WAL's frames, that checkpoint stops at the reader's snapshot and
- * the WAL cannot start over; SQLite's own hook then checkpointed after every commit, and
+ * SP_SQLITE_CHECKPOINT_PAGES or more, copy it back (PASSIVE: never waits for
+ * a reader). When a reader in another worker process still used the WAL's
+ * frames, that checkpoint stops at the reader's snapshot and the WAL cannot
+ * start over; SQLite's own hook then checkpointed after every commit, and
  * each time wrote the pages that commit changed into the database file again
  * (two workers on one file wrote 2.4 times the database pages of one). Here
  * the next try waits for SP_SQLITE_CHECKPOINT_RETRY_PAGES more pages. Runs
@@ -476,18 +447,12 @@ static sq_checkpointer *checkpointer_of(sq_conn *c)
 static int checkpoint_hook(void *ctx, sqlite3 *db, const char *schema, int pages)
 {
     sq_conn *c = ctx;
+    if (c->wal) /* inside a deferred commit: a checkpoint's syncs are never deferred */
+        sp_sqlite_vfs_defer_sync(c->wal, false);
     if (pages < SP_SQLITE_CHECKPOINT_PAGES)
         c->checkpoint_at = SP_SQLITE_CHECKPOINT_PAGES; /* the WAL started over */
     if (pages < c->checkpoint_at)
         return SQLITE_OK;
-    sq_checkpointer *k = pages < SP_SQLITE_CHECKPOINT_INLINE_PAGES ? checkpointer_of(c) : NULL;
-    if (k) {
-        sq_checkpointer_request(k);
-        c->checkpoint_at = pages + SP_SQLITE_CHECKPOINT_RETRY_PAGES;
-        return SQLITE_OK;
-    }
-    if (c->wal) /* inside a deferred commit: a checkpoint's syncs are never deferred */
-        sp_sqlite_vfs_defer_sync(c->wal, false);
     int in_wal = -1, copied = -1;
     int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &in_wal, &copied);
     bool complete = rc == SQLITE_OK && copied >= in_wal;

@@ -16,10 +16,10 @@
 
 #define SP_SQLITE_BUSY_TIMEOUT_MS 5000
 
-/* The WAL is copied back into the database (a checkpoint, asked of the
- * store's checkpointer thread by the connection whose commit passed the
- * mark; driver.c's checkpoint_hook) once it holds this many pages, not
- * SQLite's default 1000: a sequential step writes ~21 pages and 200 runs stepping at once ~18 per step, so at 1000 a
+/* The WAL is copied back into the database (a checkpoint, run by the
+ * connection whose commit passed the mark; driver.c's checkpoint_hook) once
+ * it holds this many pages, not SQLite's default 1000: a sequential step
+ * writes ~21 pages and 200 runs stepping at once ~18 per step, so at 1000 a
  * checkpoint came every ~50 steps and copied pages that the next steps
  * changed again. At 4000 pages (16 MiB of 4 KiB pages) the pages changed
  * between two checkpoints are copied once, and the WAL's index stays in its
@@ -28,11 +28,6 @@
 /* A checkpoint that a reader's snapshot stopped short is tried again once
  * the WAL has grown by this many pages, not after every commit. */
 #define SP_SQLITE_CHECKPOINT_RETRY_PAGES 1000
-/* A WAL the checkpointer did not catch up with by this many pages (the
- * committing connection wrote frames faster than it copied them) is
- * checkpointed by the committing connection itself, in its hook: the WAL's
- * one writer always catches up, and then the WAL starts over. */
-#define SP_SQLITE_CHECKPOINT_INLINE_PAGES 8000
 /* The page cache of a connection, in KiB (SQLite's default is 2000). A
  * batch that settles a pass's worth of steps (256 runs) changes ~1,500
  * pages; past the cache, SQLite spills changed pages into the WAL in the
@@ -106,18 +101,5 @@ sp_store_rc sq_flusher_failed(sq_flusher *f, sp_error *err);
 void sq_flusher_counts(sq_flusher *f, uint64_t *syncs, uint64_t *unflushed);
 /* Sync what is unflushed, then stop the thread and free it (NULL: nothing). */
 void sq_flusher_stop(sq_flusher *f);
-
-/* The checkpointer (checkpointer.c): a thread with its own connection to
- * the database at `path` that runs PASSIVE checkpoints when asked. */
-typedef struct sq_checkpointer sq_checkpointer;
-sq_checkpointer *sq_checkpointer_start(const char *path, sp_error *err);
-/* Ask for a checkpoint (never waits; requests made while one runs make one
- * more). */
-void sq_checkpointer_request(sq_checkpointer *k);
-/* The checkpoints it ran so far. */
-uint64_t sq_checkpointer_count(sq_checkpointer *k);
-/* Let a running checkpoint end, stop the thread, close its connection and
- * free it (NULL: nothing). */
-void sq_checkpointer_stop(sq_checkpointer *k);
 
 #endif
