@@ -57,6 +57,10 @@ void sp_db_rows_free(sp_db_rows *r);
  * (false when out of memory; *out is then empty). */
 bool sp_db_rows_copy(const sp_db_rows *src, size_t row, size_t col, size_t n, sp_db_rows *out);
 
+/* A run with a pending event, over the runs table's own columns: SQLite's
+ * runs_ready predicate and scan_ready term, PostgreSQL's runs.ready. */
+#define SP_DB_RUN_READY "next_sequence > applied_sequence + 1"
+
 typedef struct sp_db_dialect {
     const char *for_update;  /* appended to a SELECT that must lock its rows */
     const char *skip_locked; /* appended to work-selection SELECTs (SP_DB_SCAN) */

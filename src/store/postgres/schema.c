@@ -112,7 +112,7 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
  * once). */
 #define HOT_DDL                                                                                    \
     "ALTER TABLE runs ADD COLUMN IF NOT EXISTS ready BOOLEAN"                                      \
-    " GENERATED ALWAYS AS (next_sequence > applied_sequence + 1) STORED;"                          \
+    " GENERATED ALWAYS AS (" SP_DB_RUN_READY ") STORED;"                                           \
     "ALTER TABLE runs SET (fillfactor = 50);"                                                      \
     "DROP INDEX IF EXISTS runs_ready;"                                                             \
     "CREATE INDEX runs_ready ON runs (tenant, run_id) WHERE quarantine_code IS NULL AND ready;"

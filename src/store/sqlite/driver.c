@@ -390,7 +390,7 @@ static const sp_db_driver SQLITE_DRIVER = {
     .dialect = {.for_update = "",
                 .skip_locked = "",
                 .unindexed = "+",
-                .run_ready = "next_sequence > applied_sequence + 1"},
+                .run_ready = SP_DB_RUN_READY},
     .one_writer = true,
     .begin = sq_begin,
     .commit = sq_commit,

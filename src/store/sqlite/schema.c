@@ -65,7 +65,7 @@ static const char DDL[] =
     " PRIMARY KEY (tenant, run_id), UNIQUE (tenant, start_key),"
     " CHECK (applied_sequence < next_sequence));"
     "CREATE INDEX runs_ready ON runs (tenant, run_id)"
-    " WHERE quarantine_code IS NULL AND next_sequence > applied_sequence + 1;"
+    " WHERE quarantine_code IS NULL AND " SP_DB_RUN_READY ";"
     "CREATE TABLE events ("
     " tenant TEXT NOT NULL, run_id TEXT NOT NULL, sequence INTEGER NOT NULL,"
     " event_id TEXT NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL,"
