@@ -409,13 +409,36 @@ sp_store_rc ledger_batch_begin(sp_engine *e, sp_error *err)
     return sp_store_batch_begin(e->store, err);
 }
 
+/* A COMMIT whose answer was lost (`err`): whether it happened, asked until
+ * the store can tell. OK when it did; unavailable when it did not (the
+ * batch is made again); unknown-commit when the store cannot tell (its
+ * claims then wait out their leases). */
+static sp_store_rc commit_resolved(sp_engine *e, sp_error *err)
+{
+    sp_commit_outcome outcome = SP_COMMIT_UNKNOWABLE;
+    sp_error asked = {0};
+    sp_store_rc rc;
+    ENGINE_RETRY_READ(e, rc, &asked, sp_store_commit_outcome(e->store, &outcome, &asked));
+    sp_error_clear(&asked);
+    if (rc != SP_STORE_OK || outcome == SP_COMMIT_UNKNOWABLE)
+        return SP_STORE_UNKNOWN_COMMIT;
+    if (outcome == SP_COMMIT_HAPPENED) {
+        sp_error_clear(err);
+        return SP_STORE_OK;
+    }
+    char lost[SP_MESSAGE_MAX];
+    snprintf(lost, sizeof lost, "%s", err->message);
+    sp_fail(err, "store.io", "%s; read back, it did not commit", lost);
+    return SP_STORE_UNAVAILABLE;
+}
+
 sp_store_rc ledger_batch_commit(sp_engine *e, sp_error *err)
 {
     uint64_t ticket = 0;
     sp_store_rc rc = sp_store_batch_commit_deferred(e->store, &ticket, err);
     if (ticket > e->unflushed) /* tickets grow: the last one covers the others */
         e->unflushed = ticket;
-    return rc;
+    return rc == SP_STORE_UNKNOWN_COMMIT ? commit_resolved(e, err) : rc;
 }
 
 sp_store_rc ledger_wait_flushed(sp_engine *e, sp_error *err)

@@ -113,7 +113,10 @@ void ledger_put_log(struct sp_engine *e, const sp_attempt_ref *ref,
 sp_store_rc ledger_batch_begin(struct sp_engine *e, sp_error *err);
 /* The batch's commit, its flush left to the store's own thread where it has
  * one (sp_store_batch_commit_deferred): committed when it returns, on disk
- * once ledger_wait_flushed returned. */
+ * once ledger_wait_flushed returned. A COMMIT whose answer was lost is
+ * read back (sp_store_commit_outcome, retried while the store fails): OK
+ * when it happened, unavailable when it did not, unknown-commit only where
+ * the store cannot tell. */
 sp_store_rc ledger_batch_commit(struct sp_engine *e, sp_error *err);
 /* Wait until every batch this engine committed is on disk; a failed flush
  * (corrupt/store.io) is final. */

@@ -152,6 +152,12 @@ void sp_store_batch_abort(sp_store *s)
 
 bool sp_store_in_batch(const sp_store *s) { return lg_in_batch(s); }
 
+sp_store_rc sp_store_commit_outcome(sp_store *s, sp_commit_outcome *out, sp_error *err)
+{
+    *out = SP_COMMIT_UNKNOWABLE;
+    return s->driver->commit_outcome ? s->driver->commit_outcome(s->conn, out, err) : SP_STORE_OK;
+}
+
 bool sp_store_batch_writes(const sp_store *s) { return lg_in_batch(s) && s->batch.requests > 0; }
 
 void sp_store_counters_get(sp_store *s, sp_store_counters *out)

@@ -110,6 +110,9 @@ typedef struct sp_db_driver {
     sp_store_rc (*begin)(void *conn, sp_db_tx mode, sp_error *err);
     /* A failed commit whose outcome is unknown -> SP_STORE_UNKNOWN_COMMIT. */
     sp_store_rc (*commit)(void *conn, sp_error *err);
+    /* Optional (NULL: unknowable): after commit answered unknown-commit,
+     * whether that commit happened (sp_store_commit_outcome, store.h). */
+    sp_store_rc (*commit_outcome)(void *conn, sp_commit_outcome *out, sp_error *err);
     /* Optional (NULL: commit, which flushes): commit, and leave the flush to
      * a thread of the driver's own (SQLite: the flusher syncs the WAL). The
      * commit is visible and survives a crash of this process when it

@@ -832,6 +832,20 @@ sp_store_rc sp_store_wait_flushed(sp_store *s, uint64_t ticket, sp_error *err);
 /* Roll the whole batch back (nothing of it happened). No-op without one. */
 void sp_store_batch_abort(sp_store *s);
 
+/* What became of a commit whose answer was lost. */
+typedef enum sp_commit_outcome {
+    SP_COMMIT_UNKNOWABLE,      /* the store cannot tell (SQLite; or a later commit came since) */
+    SP_COMMIT_HAPPENED,        /* it committed: everything of it is durable */
+    SP_COMMIT_DID_NOT_HAPPEN,  /* nothing of it happened */
+} sp_commit_outcome;
+
+/* After a commit (a batch's or a request's) answered unknown-commit on this
+ * store: whether it happened. PostgreSQL reconnects and reads the commit
+ * mark its transaction carried (src/store/postgres/outcome.c); a transient
+ * failure (the server still unreachable, or the lost transaction still
+ * holding its locks) is answered unavailable: ask again. */
+sp_store_rc sp_store_commit_outcome(sp_store *s, sp_commit_outcome *out, sp_error *err);
+
 /* A request about to be made in the open batch (sp_store_batch_lock_ahead):
  * its request ID and the attempt it is about (its key names the run). */
 typedef struct sp_lock_ahead {

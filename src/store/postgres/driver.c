@@ -454,6 +454,7 @@ static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, size_t nlast, sp_e
         else
             answered = false, rc = rc ? rc : sp_pg_fail(c, NULL, "pipeline", err);
     }
+    c->answer_lost = !answered;
     PGresult *res;
     while (answered && (res = PQgetResult(c->db)) != NULL) {
         bool synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
@@ -484,10 +485,11 @@ static sp_store_rc ready(pg_conn *c, sp_store_rc rc, const char *sql, const sp_d
     return rc == SP_STORE_OK ? bind(params, n, b, err) : rc;
 }
 
-static sp_store_rc pg_write(void *conn, const char *sql, const sp_db_val *params, size_t n,
-                            int64_t expect_rows, sp_error *err)
+sp_store_rc sp_pg_write(void *conn, const char *sql, const sp_db_val *params, size_t n,
+                        int64_t expect_rows, sp_error *err)
 {
     pg_conn *c = conn;
+    c->wrote = true;
     pg_stmt *st = NULL;
     bound b = {0};
     bool full = c->npending == sizeof c->pending / sizeof c->pending[0];
@@ -516,7 +518,7 @@ static sp_store_rc joined_answer(pg_conn *c, bool sent, const char *what, PGresu
         sp_error ignored = {0};
         flush(c, &ignored);
         sp_error_clear(&ignored);
-        c->writes_answered = false;
+        c->writes_answered = c->answer_lost = false; /* it never left: nothing to wait for */
         return failed;
     }
     sp_store_rc rc = sync_pipeline(c, res, 1, err);
@@ -550,6 +552,7 @@ static sp_store_rc pg_query(void *conn, const char *sql, const sp_db_val *params
     pg_conn *c = conn;
     if (out)
         *out = (sp_db_rows){0};
+    c->wrote |= !out || starts(sql, "INSERT") || starts(sql, "UPDATE") || starts(sql, "DELETE");
     pg_stmt *st = NULL;
     bound b = {0};
     sp_store_rc rc = ready(c, SP_STORE_OK, sql, params, n, &st, &b, err);
@@ -693,9 +696,7 @@ static sp_store_rc connection_failed(pg_conn *c, const char *what, sp_error *err
     return denied ? SP_STORE_UNAUTHORIZED : SP_STORE_UNAVAILABLE;
 }
 
-/* A connection lost since the last request is re-established here (its
- * prepared statements went with it). */
-static sp_store_rc reconnect(pg_conn *c, sp_error *err)
+sp_store_rc sp_pg_reconnect(pg_conn *c, sp_error *err)
 {
     sp_db_cache_clear(&c->statements);
     PQreset(c->db);
@@ -754,9 +755,10 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
 {
     pg_conn *c = conn;
     pthread_mutex_lock(&c->mu);
+    c->wrote = false;
     if (PQstatus(c->db) == CONNECTION_OK && begin_sql(mode) && begin_pipelined(c, begin_sql(mode)))
         return SP_STORE_OK;
-    sp_store_rc rc = PQstatus(c->db) == CONNECTION_OK ? SP_STORE_OK : reconnect(c, err);
+    sp_store_rc rc = PQstatus(c->db) == CONNECTION_OK ? SP_STORE_OK : sp_pg_reconnect(c, err);
     PGresult *res = NULL;
     if (rc == SP_STORE_OK && begin_sql(mode) && !exec_ok(c, begin_sql(mode), &res)) {
         /* The server may have gone away since the last request: nothing has
@@ -764,7 +766,7 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
         bool retry = PQstatus(c->db) == CONNECTION_BAD;
         PQclear(res);
         res = NULL;
-        rc = retry ? reconnect(c, err) : SP_STORE_OK;
+        rc = retry ? sp_pg_reconnect(c, err) : SP_STORE_OK;
         if (rc == SP_STORE_OK && !exec_ok(c, begin_sql(mode), &res))
             rc = sp_pg_fail(c, res, "begin", err);
     }
@@ -775,8 +777,9 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
 }
 
 /* COMMIT's answer: after pending writes it joins their pipeline (a write
- * that failed is the answer and nothing commits; a COMMIT left unanswered
- * after every write was answered may have committed: unknown-commit). */
+ * that failed is the answer and nothing commits; a COMMIT sent and left
+ * unanswered - every write answered, or the answers lost with the
+ * connection - may have committed: unknown-commit). */
 static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
 {
     if (!c->npending) {
@@ -786,7 +789,7 @@ static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
     }
     bool sent = PQsendQueryParams(c->db, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) == 1;
     sp_store_rc rc = joined_answer(c, sent, "commit", res, err);
-    if (rc && sent && c->writes_answered) {
+    if (rc && sent && (c->writes_answered || c->answer_lost)) {
         char message[SP_MESSAGE_MAX];
         snprintf(message, sizeof message, "%s", err->message);
         sp_fail(err, "store.unknown-commit", "%s (the commit's outcome is unknown)", message);
@@ -798,8 +801,12 @@ static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
 static sp_store_rc pg_commit(void *conn, sp_error *err)
 {
     pg_conn *c = conn;
-    PGresult *res;
-    sp_store_rc failed = send_commit(c, &res, err); /* a deferred write that failed: nothing commits */
+    PGresult *res = NULL;
+    bool marked = c->wrote && c->marks; /* its outcome can be read back (outcome.c) */
+    sp_store_rc failed = marked ? sp_pg_mark(c, err) : SP_STORE_OK;
+    if (!failed) /* a deferred write that failed: nothing commits */
+        failed = send_commit(c, &res, err);
+    c->unresolved = marked && failed == SP_STORE_UNKNOWN_COMMIT;
     if (failed) {
         if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
             exec_ok(c, "ROLLBACK", NULL);
@@ -816,6 +823,7 @@ static sp_store_rc pg_commit(void *conn, sp_error *err)
             snprintf(message, sizeof message, "%s", err->message);
             sp_fail(err, "store.unknown-commit", "%s (the commit's outcome is unknown)", message);
             rc = SP_STORE_UNKNOWN_COMMIT;
+            c->unresolved = marked;
         }
     } else if (strcmp(PQcmdStatus(res), "COMMIT") != 0) {
         sp_fail(err, "store.io",
@@ -906,6 +914,7 @@ static const sp_db_driver PG_DRIVER = {
                 .unindexed = "", .run_ready = "ready"},
     .begin = pg_begin,
     .commit = pg_commit,
+    .commit_outcome = sp_pg_commit_outcome,
     .rollback = pg_rollback,
     .query = pg_query,
     .now_ms = pg_now,
@@ -913,7 +922,7 @@ static const sp_db_driver PG_DRIVER = {
     .close = pg_close,
     .listen = sp_pg_listen,
     .round_trips = pg_round_trips,
-    .write = pg_write,
+    .write = sp_pg_write,
     .query_all = pg_query_all,
 };
 
@@ -1047,6 +1056,7 @@ static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, 
     }
     pthread_mutex_init(&c->mu, NULL);
     c->statements.release = release_statement;
+    sp_pg_marks_init(c);
     c->clock = clock ? *clock : sp_clock_system();
     c->has_clock = clock != NULL;
     /* Defaults first (the URL and libpq's environment override them), the
@@ -1060,6 +1070,8 @@ static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, 
         rc = session_setup(c, err);
     if (rc == SP_STORE_OK)
         rc = sp_pg_schema_ensure(c, create, writes, err);
+    if (rc == SP_STORE_OK && (create || writes))
+        sp_pg_marks_open(c);
     if (rc != SP_STORE_OK && strcmp(err->code, "store.not-found") == 0) {
         char *where = sp_pg_redact(url); /* never the password */
         sp_fail(err, "store.not-found",

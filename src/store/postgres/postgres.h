@@ -1,6 +1,7 @@
 /*
  * postgres.h - private interface of the PostgreSQL adapter (store.md §6):
- * the libpq driver (driver.c) and its schema (schema.c).
+ * the libpq driver (driver.c), its schema (schema.c), its wake-ups
+ * (listen.c) and the outcome of a commit whose answer was lost (outcome.c).
  *
  * What it is for: sp_store_open() hands a postgres:// or postgresql:// URL
  * here and gets a store whose driver runs the shared logic (src/store/ops_*)
@@ -42,11 +43,19 @@ typedef struct pg_conn {
      * stay well inside the socket's buffers while more is sent) */
     int64_t pending[256];  /* each one's expected row count, -1: any */
     bool writes_answered;  /* the last sync answered every pending write, all applied */
+    bool answer_lost;      /* the last sync lost answers with the connection */
     size_t npending;
     uint64_t answered_ms; /* monotonic: when the server last answered (0: never) */
     /* The database's clock as last read (pg_now), and when its answer came
      * (monotonic; 0: never read) */
     uint64_t clock_read, clock_read_at;
+    /* Commit marks (outcome.c): this connection's session name, the mark of
+     * its last write transaction; `marks`: the store has them (a writer
+     * opened it); `wrote`: the transaction under way wrote; `unresolved`:
+     * the last marked COMMIT's answer was lost. */
+    char session[33];
+    uint64_t mark;
+    bool marks, wrote, unresolved;
 } pg_conn;
 
 /* Open the store at `url` (in OR_CREATE mode creating the schema when the
@@ -87,5 +96,21 @@ sp_store_rc sp_pg_fail(pg_conn *c, const PGresult *res, const char *what, sp_err
  * not race. A connection that `writes` (any open but a reader's) adds to
  * an existing version-1 store what later spores added to it (add_missing). */
 sp_store_rc sp_pg_schema_ensure(pg_conn *c, bool create, bool writes, sp_error *err);
+
+/* A lost connection established again (its prepared statements went with
+ * it) and its session set up (driver.c). */
+sp_store_rc sp_pg_reconnect(pg_conn *c, sp_error *err);
+/* The driver's deferred write (db.h: write). */
+sp_store_rc sp_pg_write(void *conn, const char *sql, const sp_db_val *params, size_t n,
+                        int64_t expect_rows, sp_error *err);
+
+/* Commit marks (outcome.c): the connection's session name; the store's
+ * marks in use (a writer's open), stale ones removed; the next mark sent
+ * (deferred) in the transaction under way, just before its COMMIT; the
+ * driver's commit_outcome. */
+void sp_pg_marks_init(pg_conn *c);
+void sp_pg_marks_open(pg_conn *c);
+sp_store_rc sp_pg_mark(pg_conn *c, sp_error *err);
+sp_store_rc sp_pg_commit_outcome(void *conn, sp_commit_outcome *out, sp_error *err);
 
 #endif

@@ -117,6 +117,15 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
     "DROP INDEX IF EXISTS runs_ready;"                                                             \
     "CREATE INDEX runs_ready ON runs (tenant, run_id) WHERE quarantine_code IS NULL AND ready;"
 
+/* Commit marks (outcome.c): one row per connection that writes, its last
+ * write transaction's mark, upserted just before each COMMIT (in place: the
+ * key never changes), read back when a COMMIT's answer was lost. Added to
+ * version 1 like the timers. */
+#define MARKS_DDL                                                                                  \
+    "CREATE TABLE IF NOT EXISTS commit_marks (session " ID " NOT NULL, mark BIGINT NOT NULL,"      \
+    " at_ms BIGINT NOT NULL, CONSTRAINT commit_marks_pkey PRIMARY KEY (session))"                  \
+    " WITH (fillfactor = 50);"
+
 /* The column HOT_DDL adds is there (a condition over the catalog). */
 #define HOT_PRESENT                                                                                \
     "EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass('runs')"           \
@@ -232,6 +241,7 @@ static const char DDL[] =
     LOGS_DDL
     NOTIFY_DDL
     HOT_DDL
+    MARKS_DDL
     "CREATE TABLE schema_version (version BIGINT NOT NULL);"
     "INSERT INTO schema_version (version) VALUES (1);";
 
@@ -317,7 +327,8 @@ static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
 
 /* What later spores added to schema version 1 (the timers table, the
  * wake-up triggers, the attempt_logs table, the order of the unique keys,
- * the run's HOT updates), created under the schema lock when missing. */
+ * the run's HOT updates, the commit marks), created under the schema lock
+ * when missing. */
 static sp_store_rc add_missing(pg_conn *c, sp_error *err)
 {
     PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL AND EXISTS (SELECT 1"
@@ -329,7 +340,8 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
                                   " AND tgrelid = to_regclass('events')"
                                   " AND tgtype & 1 = 1)" /* 1: FOR EACH ROW (below) */
                                   " AND NOT EXISTS (" OLD_KEYS ")"
-                                  " AND " HOT_PRESENT);
+                                  " AND " HOT_PRESENT
+                                  " AND to_regclass('commit_marks') IS NOT NULL");
     sp_store_rc rc = SP_STORE_OK;
     bool present = false;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
@@ -341,9 +353,9 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
         return rc;
     rc = exec(c, LOCK_SCHEMA, "locking the schema", err);
     if (rc == SP_STORE_OK)
-        rc = exec(c, TIMERS_DDL LOGS_DDL NOTIFY_DDL REORDER_DDL HOT_DDL,
+        rc = exec(c, TIMERS_DDL LOGS_DDL NOTIFY_DDL REORDER_DDL HOT_DDL MARKS_DDL,
                   "adding the timers and attempt_logs tables and wake-up triggers,"
-                  " reordering the unique keys, making a run's updates HOT",
+                  " reordering the unique keys, making a run's updates HOT, adding commit marks",
                   err);
     if (rc) {
         PQclear(PQexec(c->db, "ROLLBACK"));

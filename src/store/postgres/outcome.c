@@ -1,0 +1,95 @@
+/*
+ * outcome.c - what became of a COMMIT whose answer was lost (store.h:
+ * sp_store_commit_outcome). Every PostgreSQL transaction that wrote carries,
+ * sent just before its COMMIT in the same pipeline, an upsert of its
+ * connection's row in commit_marks: (session, mark), the mark one more than
+ * the last. When the COMMIT's answer never came - the connection was cut,
+ * the backend ended, the server restarted - a new connection reads the row:
+ * it holds this mark exactly when the transaction committed. The read takes
+ * a share lock on the row, so a transaction still alive on the server (a
+ * connection the client lost but the server has not noticed yet) is waited
+ * for (lock_timeout, then unavailable: ask again), never taken for one that
+ * did not commit.
+ *
+ * Why: the engine's batch holds claims, cancellations and notes that leave
+ * the process only once the batch has committed. A batch that committed but
+ * was taken for failed left its claims to run out their leases: a step
+ * waited a whole lease, and an attempt that never ran was expired and
+ * counted. Receipts answer a retried request, but a batch's turn is not
+ * retried: the next pass finds it taken.
+ *
+ * A session's name is random, one per connection object (reconnecting keeps
+ * it); a writer that opens the store removes the rows of sessions silent
+ * for a day (sp_pg_marks_open).
+ *
+ * Must never call a commit happened that it cannot prove, nor answer for
+ * any transaction but the last marked one of its connection.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/random.h"
+#include "store/postgres/postgres.h"
+
+#define NOW_MS "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+#define SILENT_MS "86400000"
+
+static const char MARK_SQL[] =
+    "INSERT INTO commit_marks (session, mark, at_ms) VALUES (?, ?, " NOW_MS ")"
+    " ON CONFLICT (session) DO UPDATE SET mark = EXCLUDED.mark, at_ms = EXCLUDED.at_ms";
+
+void sp_pg_marks_init(pg_conn *c) { sp_random_hex(c->session, sizeof c->session / 2); }
+
+void sp_pg_marks_open(pg_conn *c)
+{
+    c->marks = true;
+    /* deletes nothing mostly: then it commits nothing either (no flush) */
+    PQclear(PQexec(c->db, "DELETE FROM commit_marks WHERE at_ms < " NOW_MS " - " SILENT_MS));
+}
+
+sp_store_rc sp_pg_mark(pg_conn *c, sp_error *err)
+{
+    c->unresolved = false; /* a later mark hides whether the one before committed */
+    sp_db_val params[2] = {{.type = SP_DB_TEXT, .s = c->session, .len = strlen(c->session)},
+                           {.type = SP_DB_INT, .i = (int64_t)++c->mark}};
+    return sp_pg_write(c, MARK_SQL, params, 2, 1, err);
+}
+
+/* The session's mark as the server holds it, once the transaction that may
+ * still hold the row is over (0: no row). */
+static sp_store_rc read_mark(pg_conn *c, uint64_t *mark, sp_error *err)
+{
+    const char *values[1] = {c->session};
+    atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
+    PGresult *res = PQexecParams(c->db,
+                                 "SELECT mark FROM commit_marks WHERE session = $1 FOR SHARE", 1,
+                                 NULL, values, NULL, NULL, 0);
+    sp_store_rc rc = SP_STORE_OK;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        rc = sp_pg_fail(c, res, "reading the commit mark", err);
+    else
+        *mark = PQntuples(res) == 1 ? strtoull(PQgetvalue(res, 0, 0), NULL, 10) : 0;
+    PQclear(res);
+    return rc;
+}
+
+sp_store_rc sp_pg_commit_outcome(void *conn, sp_commit_outcome *out, sp_error *err)
+{
+    pg_conn *c = conn;
+    pthread_mutex_lock(&c->mu);
+    sp_store_rc rc = SP_STORE_OK;
+    uint64_t mark = 0;
+    if (c->unresolved) {
+        if (PQstatus(c->db) != CONNECTION_OK)
+            rc = sp_pg_reconnect(c, err);
+        if (rc == SP_STORE_OK)
+            rc = read_mark(c, &mark, err);
+        if (rc == SP_STORE_OK) {
+            *out = mark == c->mark ? SP_COMMIT_HAPPENED : SP_COMMIT_DID_NOT_HAPPEN;
+            c->unresolved = false;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
