@@ -81,7 +81,10 @@ sp_store_rc sp_pg_commit_outcome(void *conn, sp_commit_outcome *out, sp_error *e
     sp_store_rc rc = SP_STORE_OK;
     uint64_t mark = 0;
     if (c->unresolved) {
-        if (PQstatus(c->db) != CONNECTION_OK)
+        /* the lost COMMIT's connection is gone, or going: a server ending
+         * a session answers its error before it closes the socket */
+        if (PQstatus(c->db) != CONNECTION_OK || PQpipelineStatus(c->db) != PQ_PIPELINE_OFF ||
+            PQtransactionStatus(c->db) != PQTRANS_IDLE)
             rc = sp_pg_reconnect(c, err);
         if (rc == SP_STORE_OK)
             rc = read_mark(c, &mark, err);
