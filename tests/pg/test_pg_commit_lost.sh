@@ -52,6 +52,10 @@ checks=$((checks + 1))
 [ "$(cut -d' ' -f1,2 "$tmp/cuts" 2>/dev/null | tr '\n' ' ')" = "answer 1 commit 2 answer 3 " ] ||
   fail "the proxy's cuts: $(cat "$tmp/cuts" 2>/dev/null), want the answers of 1 and 3 and the COMMIT of 2"
 checks=$((checks + 1))
+# the first cut is the run's first turn (a transition) with its first claim (an attempt)
+grep -E '^answer 1 ' "$tmp/cuts" 2>/dev/null | grep -q TRANSITIONS.*ATTEMPTS ||
+  fail "the first cut is not the run's first turn and claim: $(head -n 1 "$tmp/cuts" 2>/dev/null)"
+checks=$((checks + 1))
 [ "$took" -lt 30000 ] || fail "the run took $took ms: a claim waited for its lease"
 
 sp status "$id" --db "$db" --json
