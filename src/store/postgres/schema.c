@@ -1,7 +1,8 @@
 /*
  * schema.c - the PostgreSQL schema of the store, version 1: the same logical
  * schema as SQLite's (src/store/sqlite/schema.c) - same tables, columns,
- * keys and constraints, but no foreign keys (below) - in PostgreSQL types:
+ * keys and constraints, but no foreign keys (below), plus the driver's own
+ * commit_marks (outcome.c), which no operation reads - in PostgreSQL types:
  * BIGINT counters and times, BYTEA blobs, TEXT canonical JSON, an identity
  * column for the audit trail; identifiers in the "C" collation so that ordering and cursors compare
  * bytes exactly as SQLite does, whatever the database's locale. Partial
