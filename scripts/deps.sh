@@ -46,8 +46,9 @@ TEST_PACKAGES=(
   git                                   # the fresh-clone test clones the repository
   curl                                  # cli.test_ui speaks HTTP to spore ui
   chromium                              # ui.test_ui_browser_*: headless Chromium drives the web view
-  python3                               # the DevTools protocol client of ui.test_ui_browser_* and the
-                                        # OTLP/HTTP receiver of cli.test_otel (standard library only)
+  python3                               # the DevTools protocol client of ui.test_ui_browser_*, the
+                                        # OTLP/HTTP receiver of cli.test_otel and the COMMIT-cutting
+                                        # proxy of pg.test_pg_commit_lost (standard library only)
 )
 
 usage() {
