@@ -8,7 +8,8 @@
 # failure, never a skip), $pg_password (what must never be printed), a fresh
 # schema $pg_schema for this test, dropped at exit; $db = the store URL in
 # that schema (replacing lib.sh's SQLite file); sql() = one query through
-# psql in that schema (replacing lib.sh's sqlite3 one); $psql.
+# psql in that schema (replacing lib.sh's sqlite3 one); $psql;
+# three_steps_once() for a run of three-steps.json.
 
 pg_url=${SPORE_TEST_PG:-}
 if [ -z "$pg_url" ] && [ -n "${SPORE_TEST_PG_FILE:-}" ] && [ -f "$SPORE_TEST_PG_FILE" ]; then
@@ -44,4 +45,31 @@ no_secret() {
     [ -f "$f" ] || continue
     ! grep -qF "$pg_password" "$f" || fail "the database password appears in $(basename "$f")"
   done
+}
+
+# three_steps_once <run>: a run of tests/fixtures/workflows/three-steps.json
+# completed with the right output, each step started and ended once with
+# one attempt, finished; its four events gapless, each consumed once, every
+# result a success (no attempt expired and retried).
+three_steps_once() {
+  local id=$1 node counts
+  sp status "$id" --db "$db" --json
+  expect_json '.status == "completed" and .result.output == {"steps": ["a", "b", "c"]}
+      and ([.nodes[] | .visit] == [1, 1, 1])' "run $id"
+  sp events "$id" --db "$db" --json
+  expect_json '(.events | length) == 4
+      and ([.events[].sequence] == ["1", "2", "3", "4"])
+      and ([.events[].consumedRevision] == ["1", "2", "3", "4"])
+      and ([.events[] | select(.kind == "activity.result") | .payload.status] | all(. == "success"))' \
+    "events of run $id"
+  for node in a b c; do
+    checks=$((checks + 1))
+    [ "$(log_count start "$id" "$node")" -eq 1 ] && [ "$(log_count end "$id" "$node")" -eq 1 ] ||
+      fail "run $id: step $node started $(log_count start "$id" "$node") times, want exactly once"
+  done
+  counts=$(sql "select (select count(*) from invocations where run_id = '$id') || ' ' ||
+                       (select count(*) from attempts where run_id = '$id') || ' ' ||
+                       (select count(*) from attempts where run_id = '$id' and status = 'finished')")
+  checks=$((checks + 1))
+  [ "$counts" = "3 3 3" ] || fail "run $id: invocations/attempts/finished = $counts, want 3 3 3"
 }

@@ -64,21 +64,7 @@ kill -0 "$worker" 2>/dev/null || fail "the worker exited: $(tail -c 600 "$tmp/wo
 wait_for 20 listening || fail "the worker does not listen again after its connections were cut"
 
 for id in $(jq -r .runId "$tmp/starts.jsonl"); do
-  sp status "$id" --db "$db" --json
-  expect_json '.status == "completed" and .result.output == {"steps": ["a", "b", "c"]}
-      and ([.nodes[] | .visit] == [1, 1, 1])' "run $id"
-  sp events "$id" --db "$db" --json
-  expect_json '(.events | length) == 4
-      and ([.events[].sequence] == ["1", "2", "3", "4"])
-      and ([.events[].consumedRevision] == ["1", "2", "3", "4"])' "events of run $id"
-  for node in a b c; do
-    [ "$(log_count start "$id" "$node")" -eq 1 ] && [ "$(log_count end "$id" "$node")" -eq 1 ] ||
-      fail "run $id: step $node started $(log_count start "$id" "$node") times, want exactly once"
-  done
-  counts=$(sql "select (select count(*) from invocations where run_id = '$id') || ' ' ||
-                       (select count(*) from attempts where run_id = '$id') || ' ' ||
-                       (select count(*) from attempts where run_id = '$id' and status = 'finished')")
-  [ "$counts" = "3 3 3" ] || fail "run $id: invocations/attempts/finished = $counts, want 3 3 3"
+  three_steps_once "$id"
 done
 
 # The worker still serves: one more run, with nobody cutting its connections.
