@@ -54,9 +54,13 @@ def log(line):
 
 
 def recv_exact(sock, n):
+    """n bytes, or None at the end of the stream (or once the link closed it)."""
     data = b""
     while len(data) < n:
-        chunk = sock.recv(n - len(data))
+        try:
+            chunk = sock.recv(n - len(data))
+        except OSError:
+            return None
         if not chunk:
             return None
         data += chunk
