@@ -92,11 +92,8 @@ class Link:
         self.wrote = False
         self.tags = []
         self.lose_answer = None  # the number of the COMMIT whose answer is lost
-        self.closed = False
 
     def close(self):
-        with self.lock:
-            self.closed = True
         for s in (self.client, self.server):
             try:
                 s.shutdown(socket.SHUT_RDWR)

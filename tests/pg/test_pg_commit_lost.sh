@@ -14,7 +14,8 @@
 # never ran would be expired and retried.
 # Checked: the proxy made the three cuts; the run completes in far less than
 # a lease; each step ran once, with one attempt each and no expired one; the
-# events are gapless and consumed once; the worker still serves.
+# events are gapless and consumed once; the worker still serves; a writer's
+# open removes the commit marks of sessions silent for over a day, only those.
 set -euo pipefail
 source "$(dirname "$0")/../cli/lib.sh" "$@"
 source "$(dirname "$0")/pglib.sh"
@@ -38,11 +39,18 @@ worker=$bg_pid
 listening() { [ "$(sql "select count(*) from pg_stat_activity where application_name = '$app' and query like 'LISTEN %'")" -ge 1 ]; }
 wait_for 20 listening || fail "the worker does not listen: $(tail -c 600 "$tmp/worker.err")"
 
+# marks of sessions silent for over a day go when a writer opens the store
+now="floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+sql "insert into commit_marks values ('silent-2d', 7, $now - 172800000),
+                                     ('silent-1h', 7, $now - 3600000)" >/dev/null
 : >"$tmp/armed"
 began=$(now_ms)
 "$spore" start "$wf/three-steps.json" --key cut --input '{"sleep": 0}' --db "$db" --json \
   >"$tmp/start.json" || fail "start failed"
 id=$(jq -r .runId "$tmp/start.json")
+checks=$((checks + 1))
+[ "$(sql "select string_agg(session, ' ' order by session) from commit_marks where session like 'silent-%'")" = silent-1h ] ||
+  fail "a writer's open left the commit marks: $(sql "select session, at_ms from commit_marks"), want silent-2d removed, silent-1h kept"
 wait_for 40 status_is "$id" completed ||
   fail "the run did not complete: $(run_status "$id"); cuts: $(cat "$tmp/cuts" 2>/dev/null)"
 took=$(($(now_ms) - began))

@@ -798,19 +798,17 @@ static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
     return rc;
 }
 
-static sp_store_rc pg_commit(void *conn, sp_error *err)
+/* The transaction's COMMIT - after its commit mark when `marked` - and
+ * what its answer says. */
+static sp_store_rc commit_answer(pg_conn *c, bool marked, sp_error *err)
 {
-    pg_conn *c = conn;
     PGresult *res = NULL;
-    bool marked = c->wrote && c->marks; /* its outcome can be read back (outcome.c) */
     sp_store_rc failed = marked ? sp_pg_mark(c, err) : SP_STORE_OK;
     if (!failed) /* a deferred write that failed: nothing commits */
         failed = send_commit(c, &res, err);
-    c->unresolved = marked && failed == SP_STORE_UNKNOWN_COMMIT;
     if (failed) {
         if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
             exec_ok(c, "ROLLBACK", NULL);
-        pthread_mutex_unlock(&c->mu);
         return failed;
     }
     sp_store_rc rc = SP_STORE_OK;
@@ -823,7 +821,6 @@ static sp_store_rc pg_commit(void *conn, sp_error *err)
             snprintf(message, sizeof message, "%s", err->message);
             sp_fail(err, "store.unknown-commit", "%s (the commit's outcome is unknown)", message);
             rc = SP_STORE_UNKNOWN_COMMIT;
-            c->unresolved = marked;
         }
     } else if (strcmp(PQcmdStatus(res), "COMMIT") != 0) {
         sp_fail(err, "store.io",
@@ -831,6 +828,16 @@ static sp_store_rc pg_commit(void *conn, sp_error *err)
         rc = SP_STORE_UNAVAILABLE;
     }
     PQclear(res);
+    return rc;
+}
+
+static sp_store_rc pg_commit(void *conn, sp_error *err)
+{
+    pg_conn *c = conn;
+    bool marked = c->wrote && c->marks; /* its outcome can be read back (outcome.c) */
+    sp_store_rc rc = commit_answer(c, marked, err);
+    if (marked) /* a new mark hides whether the one before committed */
+        c->unresolved = rc == SP_STORE_UNKNOWN_COMMIT;
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -866,7 +873,7 @@ static uint64_t pg_now(void *conn)
     uint64_t now = 0;
     /* A failure here leaves the transaction failed (or the connection gone):
      * the next statement fails with the real cause, so 0 is never written. */
-    if (pg_query(c, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint", NULL, 0,
+    if (pg_query(c, "SELECT " SP_PG_NOW_MS, NULL, 0,
                  &rows, NULL, &err) == SP_STORE_OK &&
         rows.nrows == 1 && sp_db_cell(&rows, 0, 0)->type == SP_DB_INT)
         now = (uint64_t)sp_db_cell(&rows, 0, 0)->i;
@@ -880,7 +887,7 @@ static uint64_t pg_now(void *conn)
 static const char *pg_now_sql(void *conn)
 {
     pg_conn *c = conn;
-    return c->has_clock ? NULL : "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+    return c->has_clock ? NULL : SP_PG_NOW_MS;
 }
 
 static void release_statement(void *stmt)

@@ -32,11 +32,11 @@
 #include "base/random.h"
 #include "store/postgres/postgres.h"
 
-#define NOW_MS "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+/* A session's row untouched this long is removed by a writer's open. */
 #define SILENT_MS "86400000"
 
 static const char MARK_SQL[] =
-    "INSERT INTO commit_marks (session, mark, at_ms) VALUES (?, ?, " NOW_MS ")"
+    "INSERT INTO commit_marks (session, mark, at_ms) VALUES (?, ?, " SP_PG_NOW_MS ")"
     " ON CONFLICT (session) DO UPDATE SET mark = EXCLUDED.mark, at_ms = EXCLUDED.at_ms";
 
 void sp_pg_marks_init(pg_conn *c) { sp_random_hex(c->session, sizeof c->session / 2); }
@@ -45,12 +45,11 @@ void sp_pg_marks_open(pg_conn *c)
 {
     c->marks = true;
     /* deletes nothing mostly: then it commits nothing either (no flush) */
-    PQclear(PQexec(c->db, "DELETE FROM commit_marks WHERE at_ms < " NOW_MS " - " SILENT_MS));
+    PQclear(PQexec(c->db, "DELETE FROM commit_marks WHERE at_ms < " SP_PG_NOW_MS " - " SILENT_MS));
 }
 
 sp_store_rc sp_pg_mark(pg_conn *c, sp_error *err)
 {
-    c->unresolved = false; /* a later mark hides whether the one before committed */
     sp_db_val params[2] = {{.type = SP_DB_TEXT, .s = c->session, .len = strlen(c->session)},
                            {.type = SP_DB_INT, .i = (int64_t)++c->mark}};
     return sp_pg_write(c, MARK_SQL, params, 2, 1, err);

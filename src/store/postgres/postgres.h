@@ -24,6 +24,8 @@
 
 /* Same bound on a lock wait as SQLite's busy timeout: then unavailable/store.busy. */
 #define SP_PG_LOCK_TIMEOUT "5s"
+/* The database's clock in ms, as an SQL expression ("now" of the store). */
+#define SP_PG_NOW_MS "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 /* A session idle inside a transaction this long is ended by the server, so a
  * worker that stalls mid-transaction cannot hold a run's lock for long. */
 #define SP_PG_IDLE_TX_TIMEOUT "60s"
