@@ -50,6 +50,26 @@ as_user() {
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# random_port: a port below the kernel's ephemeral range, which no client
+# socket takes as its own local port. A port inside that range may be held by
+# a closed connection in TIME_WAIT: nothing listens there (port_free says
+# free), yet a bind fails, and a server given several addresses starts on the
+# others without 127.0.0.1 (PostgreSQL only warns).
+random_port() {
+  local low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$low" -gt 12000 ] 2>/dev/null || low=61000 # no room below it: above it then
+  if [ "$low" -eq 61000 ]; then
+    echo $((61000 + (RANDOM * 32768 + RANDOM) % 4000))
+  else
+    echo $((10000 + (RANDOM * 32768 + RANDOM) % (low - 10000)))
+  fi
+}
+
+# bound_everywhere <server log>: the server bound every listen address (a
+# failed one is only a warning in its log).
+bound_everywhere() { ! grep -q 'could not bind\|could not create listen socket' "$1" 2>/dev/null; }
+
 # psql_check <url>: one query, bounded in time.
 psql_check() {
   local bin
@@ -117,12 +137,17 @@ cmd_start() {
   while [ $tries -lt 8 ] && [ $started -eq 0 ]; do
     tries=$((tries + 1))
     if [ -z "$port" ] || [ $tries -gt 1 ]; then
-      port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+      port=$(random_port)
       port_free "$port" || continue
     fi
+    rm -f "$root/server.log"
     if as_user "$bin/pg_ctl" -D "$root/data" -l "$root/server.log" -w -t 60 -o "-p $port" start \
       >/dev/null 2>&1; then
       started=1
+      if ! bound_everywhere "$root/server.log"; then
+        as_user "$bin/pg_ctl" -D "$root/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+        started=0
+      fi
     fi
   done
   [ $started -eq 1 ] || { tail -n 20 "$root/server.log" >&2 2>/dev/null; die "the server did not start"; }
