@@ -1,10 +1,11 @@
 /*
- * test_sqlite_flusher.c - the SQLite store's flusher (src/store/sqlite/
- * flusher.c), on a real file, with a sync the test holds and releases:
+ * test_sqlite_flusher.c - the SQLite store's flusher (src/store/flusher.c over
+ * the -wal file's sync in driver.c), on a real file, with a sync the test
+ * holds and releases:
  *
  *   - grouping: the commits made while a sync runs are answered by the next
- *     sync, one for all of them (two syncs for SQ_UNFLUSHED_MAX + 1 commits);
- *   - the bound: with SQ_UNFLUSHED_MAX commits unflushed, the next one waits
+ *     sync, one for all of them (two syncs for SP_UNFLUSHED_MAX + 1 commits);
+ *   - the bound: with SP_UNFLUSHED_MAX commits unflushed, the next one waits
  *     until a sync returns, and no more commits are unflushed than the bound;
  *   - stopping syncs what is still unflushed first;
  *   - a failed sync is final: the wait answers corrupt/store.io with the
@@ -72,7 +73,7 @@ static void reset(void)
 }
 
 typedef struct committer {
-    sq_flusher *f;
+    sp_flusher *f;
     uint64_t ticket;
     volatile int done;
 } committer;
@@ -80,24 +81,24 @@ typedef struct committer {
 static void *commit_main(void *arg)
 {
     committer *c = arg;
-    c->ticket = sq_flusher_committed(c->f);
+    c->ticket = sp_flusher_committed(c->f);
     __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
-static uint64_t syncs_of(sq_flusher *f, uint64_t *unflushed)
+static uint64_t syncs_of(sp_flusher *f, uint64_t *unflushed)
 {
     uint64_t syncs = 0;
-    sq_flusher_counts(f, &syncs, unflushed);
+    sp_flusher_counts(f, &syncs, unflushed);
     return syncs;
 }
 
 /* A flusher on `path` whose syncs wait for release(), none started yet. */
-static sq_flusher *held_flusher(const char *path)
+static sp_flusher *held_flusher(const char *path)
 {
     reset();
     sp_error err = {0};
-    sq_flusher *f = sq_flusher_start(path, held_sync, &err);
+    sp_flusher *f = sq_flusher_start(path, held_sync, &err);
     if (!f)
         check_fail(__FILE__, __LINE__, "sq_flusher_start: %s: %s", err.code, err.message);
     sp_error_clear(&err);
@@ -107,16 +108,16 @@ static sq_flusher *held_flusher(const char *path)
 static void grouping_and_bound(const char *path)
 {
     sp_error err = {0};
-    sq_flusher *f = held_flusher(path);
+    sp_flusher *f = held_flusher(path);
     if (!f)
         return;
-    CHECK_INT(sq_flusher_committed(f), 1);
+    CHECK_INT(sp_flusher_committed(f), 1);
     wait_started(1); /* the first sync runs (held) for ticket 1 */
-    for (uint64_t t = 2; t <= SQ_UNFLUSHED_MAX; t++)
-        CHECK_INT(sq_flusher_committed(f), t); /* up to the bound: no wait */
+    for (uint64_t t = 2; t <= SP_UNFLUSHED_MAX; t++)
+        CHECK_INT(sp_flusher_committed(f), t); /* up to the bound: no wait */
     uint64_t unflushed = 0;
     syncs_of(f, &unflushed);
-    CHECK_INT(unflushed, SQ_UNFLUSHED_MAX);
+    CHECK_INT(unflushed, SP_UNFLUSHED_MAX);
     /* one more is committed, and waits until a sync lowers the count */
     committer c = {.f = f};
     pthread_t thread;
@@ -125,18 +126,18 @@ static void grouping_and_bound(const char *path)
     CHECK_INT(__atomic_load_n(&c.done, __ATOMIC_SEQ_CST), 0);
     release(1, 0); /* ticket 1 on disk; the next sync takes 2 .. the bound + 1 */
     pthread_join(thread, NULL);
-    CHECK_INT(c.ticket, SQ_UNFLUSHED_MAX + 1);
+    CHECK_INT(c.ticket, SP_UNFLUSHED_MAX + 1);
     wait_started(2);
     syncs_of(f, &unflushed);
-    CHECK_INT(unflushed, SQ_UNFLUSHED_MAX); /* never more than the bound */
+    CHECK_INT(unflushed, SP_UNFLUSHED_MAX); /* never more than the bound */
     release(2, 0);
-    CHECK_INT(sq_flusher_wait(f, SQ_UNFLUSHED_MAX + 1, &err), SP_STORE_OK);
+    CHECK_INT(sp_flusher_wait(f, SP_UNFLUSHED_MAX + 1, &err), SP_STORE_OK);
     CHECK_INT(syncs_of(f, &unflushed), 2); /* 65 commits, 2 syncs */
     CHECK_INT(unflushed, 0);
     /* stopping syncs what is unflushed first */
-    CHECK_INT(sq_flusher_committed(f), SQ_UNFLUSHED_MAX + 2);
+    CHECK_INT(sp_flusher_committed(f), SP_UNFLUSHED_MAX + 2);
     release(3, 0);
-    sq_flusher_stop(f);
+    sp_flusher_stop(f);
     pthread_mutex_lock(&MU);
     CHECK_INT(STARTED, 3);
     pthread_mutex_unlock(&MU);
@@ -146,30 +147,30 @@ static void grouping_and_bound(const char *path)
 static void failure_is_final(const char *path)
 {
     sp_error err = {0};
-    sq_flusher *f = held_flusher(path);
+    sp_flusher *f = held_flusher(path);
     if (!f)
         return;
-    CHECK_INT(sq_flusher_failed(f, &err), SP_STORE_OK);
-    uint64_t ticket = sq_flusher_committed(f);
+    CHECK_INT(sp_flusher_failed(f, &err), SP_STORE_OK);
+    uint64_t ticket = sp_flusher_committed(f);
     release(1, EIO);
-    CHECK_INT(sq_flusher_wait(f, ticket, &err), SP_STORE_CORRUPT);
+    CHECK_INT(sp_flusher_wait(f, ticket, &err), SP_STORE_CORRUPT);
     CHECK_STR(err.code, "store.io");
     CHECK(strstr(err.message, "could not be flushed to disk") != NULL);
     CHECK(strstr(err.message, strerror(EIO)) != NULL);
     CHECK(strstr(err.message, "start it again") != NULL);
     sp_error_clear(&err);
-    CHECK_INT(sq_flusher_failed(f, &err), SP_STORE_CORRUPT);
+    CHECK_INT(sp_flusher_failed(f, &err), SP_STORE_CORRUPT);
     CHECK_STR(err.code, "store.io");
     sp_error_clear(&err);
     /* past the bound: no sync will come, so nothing waits for one */
-    for (unsigned i = 0; i <= SQ_UNFLUSHED_MAX; i++)
-        sq_flusher_committed(f);
-    CHECK_INT(sq_flusher_wait(f, ticket + 1, &err), SP_STORE_CORRUPT);
+    for (unsigned i = 0; i <= SP_UNFLUSHED_MAX; i++)
+        sp_flusher_committed(f);
+    CHECK_INT(sp_flusher_wait(f, ticket + 1, &err), SP_STORE_CORRUPT);
     sp_error_clear(&err);
     pthread_mutex_lock(&MU);
     CHECK_INT(STARTED, 1); /* the failed flusher syncs nothing more */
     pthread_mutex_unlock(&MU);
-    sq_flusher_stop(f);
+    sp_flusher_stop(f);
 }
 
 int main(void)

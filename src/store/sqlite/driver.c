@@ -42,7 +42,7 @@ typedef struct sq_conn {
     sqlite3_file *wal;      /* the -wal file while a deferred commit runs, else NULL */
     bool no_flusher;        /* the flusher could not start: every commit flushes itself */
     /* started by the first deferred commit; read by other threads' counters */
-    _Atomic(sq_flusher *) flusher;
+    _Atomic(sp_flusher *) flusher;
 } sq_conn;
 
 /* ---- error mapping ---- */
@@ -306,11 +306,58 @@ static sqlite3_file *conn_wal(sq_conn *c)
     return wal;
 }
 
+/* ---- the flusher of the -wal file (src/store/flusher.h) ---- */
+
+typedef struct wal_sync {
+    int fd;          /* the -wal file, read-only: fdatasync needs no more */
+    sq_sync_fn sync; /* fdatasync, or a test's */
+} wal_sync;
+
+static sp_flush_result wal_flush(void *ctx, char *why, size_t cap)
+{
+    wal_sync *w = ctx;
+    if (w->sync(w->fd) == 0)
+        return SP_FLUSH_DONE;
+    if (errno == EINTR)
+        return SP_FLUSH_AGAIN;
+    snprintf(why, cap, "sqlite: the write-ahead log could not be flushed to disk (%s)",
+             strerror(errno));
+    return SP_FLUSH_FAILED;
+}
+
+static void wal_release(void *ctx)
+{
+    wal_sync *w = ctx;
+    close(w->fd);
+    free(w);
+}
+
+sp_flusher *sq_flusher_start(const char *wal_path, sq_sync_fn sync, sp_error *err)
+{
+    wal_sync *w = malloc(sizeof *w);
+    if (!w) {
+        sp_oom(err);
+        return NULL;
+    }
+    w->sync = sync ? sync : fdatasync;
+    w->fd = open(wal_path, O_RDONLY | O_CLOEXEC);
+    if (w->fd < 0) {
+        sp_fail(err, "store.io", "sqlite: cannot open %s to flush it: %s", wal_path,
+                strerror(errno));
+        free(w);
+        return NULL;
+    }
+    sp_flusher *f = sp_flusher_start(wal_flush, wal_release, w, err);
+    if (!f)
+        wal_release(w);
+    return f;
+}
+
 /* The flusher, started on first use; NULL when it cannot be (every commit
  * then flushes itself: not tried again). */
-static sq_flusher *flusher_of(sq_conn *c)
+static sp_flusher *flusher_of(sq_conn *c)
 {
-    sq_flusher *f = atomic_load(&c->flusher);
+    sp_flusher *f = atomic_load(&c->flusher);
     if (f || c->no_flusher)
         return f;
     const char *wal = sqlite3_filename_wal(sqlite3_db_filename(c->db, "main"));
@@ -330,12 +377,12 @@ static sp_store_rc sq_commit_deferred(void *conn, uint64_t *ticket, sp_error *er
 {
     sq_conn *c = conn;
     *ticket = 0;
-    sq_flusher *started = atomic_load(&c->flusher);
-    if (started && sq_flusher_failed(started, err) != SP_STORE_OK) {
+    sp_flusher *started = atomic_load(&c->flusher);
+    if (started && sp_flusher_failed(started, err) != SP_STORE_OK) {
         end_tx(c);
         return SP_STORE_CORRUPT;
     }
-    sq_flusher *f = flusher_of(c);
+    sp_flusher *f = flusher_of(c);
     sqlite3_file *wal = f ? conn_wal(c) : NULL;
     c->wal = wal && sp_sqlite_vfs_defer_sync(wal, true) ? wal : NULL; /* this VFS's file */
     bool deferred = false;
@@ -347,7 +394,7 @@ static sp_store_rc sq_commit_deferred(void *conn, uint64_t *ticket, sp_error *er
     }
     end_tx(c);
     if (deferred) /* even for a failed COMMIT: what it wrote is synced like the rest */
-        *ticket = sq_flusher_committed(f);
+        *ticket = sp_flusher_committed(f);
     return rc;
 }
 
@@ -355,16 +402,16 @@ static void sq_flush_counts(void *conn, uint64_t *flushes, uint64_t *unflushed)
 {
     sq_conn *c = conn;
     *flushes = *unflushed = 0;
-    sq_flusher *f = atomic_load(&c->flusher);
+    sp_flusher *f = atomic_load(&c->flusher);
     if (f)
-        sq_flusher_counts(f, flushes, unflushed);
+        sp_flusher_counts(f, flushes, unflushed);
 }
 
 static sp_store_rc sq_wait_flushed(void *conn, uint64_t ticket, sp_error *err)
 {
     sq_conn *c = conn;
-    sq_flusher *f = atomic_load(&c->flusher);
-    return ticket && f ? sq_flusher_wait(f, ticket, err) : SP_STORE_OK;
+    sp_flusher *f = atomic_load(&c->flusher);
+    return ticket && f ? sp_flusher_wait(f, ticket, err) : SP_STORE_OK;
 }
 
 static uint64_t sq_now(void *conn)
@@ -378,7 +425,7 @@ static void sq_close(void *conn)
     sq_conn *c = conn;
     if (!c)
         return;
-    sq_flusher_stop(atomic_load(&c->flusher)); /* committed is on disk before the close */
+    sp_flusher_stop(atomic_load(&c->flusher)); /* committed is on disk before the close */
     sp_db_cache_clear(&c->statements);
     sqlite3_close_v2(c->db);
     pthread_mutex_destroy(&c->mu);

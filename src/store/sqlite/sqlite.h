@@ -12,6 +12,8 @@
 
 #include <sqlite3.h>
 
+#include "store/flusher.h"
+
 #include "store/db.h"
 
 #define SP_SQLITE_BUSY_TIMEOUT_MS 5000
@@ -80,26 +82,11 @@ bool sp_sqlite_vfs_sync_deferred(sqlite3_file *wal);
 /* The syncs of `wal` that reached the file (for tests). */
 unsigned long sp_sqlite_vfs_real_syncs(sqlite3_file *wal);
 
-/* The flusher (flusher.c): a thread that syncs one -wal file for the
- * commits whose sync the VFS left to it, and counts them by ticket. */
-typedef struct sq_flusher sq_flusher;
-/* Commits that may wait for their flush at once; the next one waits. */
-#define SQ_UNFLUSHED_MAX 64u
-/* How the flusher syncs a descriptor: 0, or -1 with errno. */
+/* The flusher of a -wal file (driver.c over src/store/flusher.h): a thread
+ * that syncs the file on a descriptor of its own for the commits whose sync
+ * the VFS left to it. How it syncs a descriptor: 0, or -1 with errno (EINTR:
+ * again); `sync` NULL: fdatasync (a test passes its own). */
 typedef int (*sq_sync_fn)(int fd);
-/* `sync` NULL: fdatasync (a test passes its own). */
-sq_flusher *sq_flusher_start(const char *wal_path, sq_sync_fn sync, sp_error *err);
-/* A commit whose sync was left to the flusher: its ticket. Waits while too
- * many commits are unflushed. */
-uint64_t sq_flusher_committed(sq_flusher *f);
-/* Wait until every commit up to `ticket` is on disk; a failed sync is
- * corrupt/store.io, now and for every later call. */
-sp_store_rc sq_flusher_wait(sq_flusher *f, uint64_t ticket, sp_error *err);
-/* corrupt/store.io once a sync failed, else OK (no wait). */
-sp_store_rc sq_flusher_failed(sq_flusher *f, sp_error *err);
-/* The syncs made so far and the tickets not yet on disk. */
-void sq_flusher_counts(sq_flusher *f, uint64_t *syncs, uint64_t *unflushed);
-/* Sync what is unflushed, then stop the thread and free it (NULL: nothing). */
-void sq_flusher_stop(sq_flusher *f);
+sp_flusher *sq_flusher_start(const char *wal_path, sq_sync_fn sync, sp_error *err);
 
 #endif
