@@ -700,9 +700,12 @@ sp_store_rc sp_pg_reconnect(pg_conn *c, sp_error *err)
 {
     sp_db_cache_clear(&c->statements);
     PQreset(c->db);
+    atomic_fetch_add(&c->generation, 1); /* a new backend: flush.c's proofs start over */
+    c->flush_unresolved = true;
     if (PQstatus(c->db) != CONNECTION_OK)
         return connection_failed(c, "reconnecting", err);
-    return session_setup(c, err);
+    sp_store_rc rc = session_setup(c, err);
+    return rc ? rc : sp_pg_flush_resolve(c, err);
 }
 
 static const char *begin_sql(sp_db_tx mode)
@@ -756,6 +759,14 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
     pg_conn *c = conn;
     pthread_mutex_lock(&c->mu);
     c->wrote = false;
+    /* tickets a reconnect left unproved come first (flush.c) */
+    if (c->flush_unresolved && PQstatus(c->db) == CONNECTION_OK) {
+        sp_store_rc rc = sp_pg_flush_resolve(c, err);
+        if (rc) {
+            pthread_mutex_unlock(&c->mu);
+            return rc;
+        }
+    }
     if (PQstatus(c->db) == CONNECTION_OK && begin_sql(mode) && begin_pipelined(c, begin_sql(mode)))
         return SP_STORE_OK;
     sp_store_rc rc = PQstatus(c->db) == CONNECTION_OK ? SP_STORE_OK : sp_pg_reconnect(c, err);
@@ -774,6 +785,16 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
     if (rc)
         pthread_mutex_unlock(&c->mu);
     return rc;
+}
+
+/* The transaction under way rolled back (c->mu stays held). */
+static void pg_rollback_locked(pg_conn *c)
+{
+    sp_error ignored = {0};
+    flush(c, &ignored); /* what is pending is rolled back with the rest */
+    sp_error_clear(&ignored);
+    if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
+        exec_ok(c, "ROLLBACK", NULL);
 }
 
 /* COMMIT's answer: after pending writes it joins their pipeline (a write
@@ -798,12 +819,22 @@ static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
     return rc;
 }
 
-/* The transaction's COMMIT - after its commit mark when `marked` - and
- * what its answer says. */
-static sp_store_rc commit_answer(pg_conn *c, bool marked, sp_error *err)
+/* This transaction's COMMIT returns before its WAL is on the server's disk
+ * (flush.c makes it durable). */
+static sp_store_rc commit_without_flush(pg_conn *c, sp_error *err)
+{
+    return sp_pg_write(c, "SELECT set_config('synchronous_commit', 'off', true)", NULL, 0, -1,
+                       err);
+}
+
+/* The transaction's COMMIT - after its commit mark when `marked`, left
+ * unflushed when `deferred` - and what its answer says. */
+static sp_store_rc commit_answer(pg_conn *c, bool marked, bool deferred, sp_error *err)
 {
     PGresult *res = NULL;
-    sp_store_rc failed = marked ? sp_pg_mark(c, err) : SP_STORE_OK;
+    sp_store_rc failed = deferred ? commit_without_flush(c, err) : SP_STORE_OK;
+    if (!failed && marked)
+        failed = sp_pg_mark(c, err);
     if (!failed) /* a deferred write that failed: nothing commits */
         failed = send_commit(c, &res, err);
     if (failed) {
@@ -831,25 +862,63 @@ static sp_store_rc commit_answer(pg_conn *c, bool marked, sp_error *err)
     return rc;
 }
 
+/* COMMIT; with `ticket` (deferred), a write transaction's flush is left to
+ * the flusher when it can be (marked: flush.c proves it by the mark) and
+ * *ticket names it, else 0. After a failed flush nothing more commits. */
+static sp_store_rc finish(pg_conn *c, uint64_t *ticket, sp_error *err)
+{
+    bool marked = c->wrote && c->marks; /* its outcome can be read back (outcome.c) */
+    sp_flusher *f = ticket && marked ? sp_pg_flusher(c) : NULL;
+    sp_store_rc rc = f ? sp_flusher_failed(f, err) : SP_STORE_OK;
+    if (rc) {
+        pg_rollback_locked(c);
+        return rc;
+    }
+    rc = commit_answer(c, marked, f != NULL, err);
+    if (marked) /* a new mark hides whether the one before committed */
+        c->unresolved = rc == SP_STORE_UNKNOWN_COMMIT;
+    if (f && rc == SP_STORE_OK)
+        *ticket = sp_pg_flush_committed(c);
+    return rc;
+}
+
 static sp_store_rc pg_commit(void *conn, sp_error *err)
 {
     pg_conn *c = conn;
-    bool marked = c->wrote && c->marks; /* its outcome can be read back (outcome.c) */
-    sp_store_rc rc = commit_answer(c, marked, err);
-    if (marked) /* a new mark hides whether the one before committed */
-        c->unresolved = rc == SP_STORE_UNKNOWN_COMMIT;
+    sp_store_rc rc = finish(c, NULL, err);
     pthread_mutex_unlock(&c->mu);
     return rc;
+}
+
+static sp_store_rc pg_commit_deferred(void *conn, uint64_t *ticket, sp_error *err)
+{
+    pg_conn *c = conn;
+    *ticket = 0;
+    sp_store_rc rc = finish(c, ticket, err);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static sp_store_rc pg_wait_flushed(void *conn, uint64_t ticket, sp_error *err)
+{
+    pg_conn *c = conn;
+    sp_flusher *f = atomic_load(&c->flusher);
+    return ticket && f ? sp_flusher_wait(f, ticket, err) : SP_STORE_OK;
+}
+
+static void pg_flush_counts(void *conn, uint64_t *flushes, uint64_t *unflushed)
+{
+    pg_conn *c = conn;
+    *flushes = *unflushed = 0;
+    sp_flusher *f = atomic_load(&c->flusher);
+    if (f)
+        sp_flusher_counts(f, flushes, unflushed);
 }
 
 static void pg_rollback(void *conn)
 {
     pg_conn *c = conn;
-    sp_error ignored = {0};
-    flush(c, &ignored); /* what is pending is rolled back with the rest */
-    sp_error_clear(&ignored);
-    if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
-        exec_ok(c, "ROLLBACK", NULL);
+    pg_rollback_locked(c);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -900,6 +969,7 @@ static void pg_close(void *conn)
     pg_conn *c = conn;
     if (!c)
         return;
+    sp_flusher_stop(atomic_load(&c->flusher)); /* committed is durable before the close */
     sp_db_cache_clear(&c->statements);
     PQfinish(c->db);
     pthread_mutex_destroy(&c->mu);
@@ -921,6 +991,9 @@ static const sp_db_driver PG_DRIVER = {
                 .unindexed = "", .run_ready = "ready"},
     .begin = pg_begin,
     .commit = pg_commit,
+    .commit_deferred = pg_commit_deferred,
+    .wait_flushed = pg_wait_flushed,
+    .flush_counts = pg_flush_counts,
     .commit_outcome = sp_pg_commit_outcome,
     .rollback = pg_rollback,
     .query = pg_query,

@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 
 #include "store/db.h"
+#include "store/flusher.h"
 
 /* Same bound on a lock wait as SQLite's busy timeout: then unavailable/store.busy. */
 #define SP_PG_LOCK_TIMEOUT "5s"
@@ -58,6 +59,14 @@ typedef struct pg_conn {
     char session[33];
     uint64_t mark;
     bool marks, wrote, unresolved;
+    /* Deferred commits (flush.c): the flusher, started on first use (NULL
+     * with no_flusher: every commit flushes itself); its context; the
+     * backends this connection has had (a reconnect adds one); whether a
+     * reconnect left tickets to prove before anything else begins. */
+    _Atomic(sp_flusher *) flusher;
+    struct pg_flush *flush;
+    bool no_flusher, flush_unresolved;
+    atomic_ullong generation;
 } pg_conn;
 
 /* Open the store at `url` (in OR_CREATE mode creating the schema when the
@@ -114,5 +123,15 @@ void sp_pg_marks_init(pg_conn *c);
 void sp_pg_marks_open(pg_conn *c);
 sp_store_rc sp_pg_mark(pg_conn *c, sp_error *err);
 sp_store_rc sp_pg_commit_outcome(void *conn, sp_commit_outcome *out, sp_error *err);
+
+/* Deferred commits (flush.c): the connection's flusher, started on first
+ * use (NULL: commits flush themselves); a deferred commit that returned,
+ * recorded and given its ticket (under c->mu, after its COMMIT); after a
+ * reconnect, the tickets still unflushed proved on the new backend before
+ * anything else (confirmed, or a final failure when the server lost them;
+ * unavailable when it could not be asked: asked again at the next begin). */
+sp_flusher *sp_pg_flusher(pg_conn *c);
+uint64_t sp_pg_flush_committed(pg_conn *c);
+sp_store_rc sp_pg_flush_resolve(pg_conn *c, sp_error *err);
 
 #endif
