@@ -32,10 +32,12 @@
  *     running attempt's lease under predicted settles (one run, three
  *     runs): they miss, the batches are made again, every run completes,
  *     and every step ran once and left one attempt and one result;
- *   flush (SQLite): a sequential step's commit is flushed by the store's
- *     own thread while the next inline `idempotent` step runs; an `unsafe`
- *     inline step and a pool step run only once their claim is on disk;
- *     run_until_parked returns with nothing unflushed;
+ *   flush (both stores): a sequential step's commit is flushed by the
+ *     store's own thread (SQLite: the -wal file's fdatasync; PostgreSQL: a
+ *     commit made with synchronous_commit off, then a synchronous one on the
+ *     flusher's connection) while the next inline `idempotent` step runs;
+ *     an `unsafe` inline step and a pool step run only once their claim is
+ *     durable; run_until_parked returns with nothing unflushed;
  *   --flush-failure (under the fdatasync shim): a failed flush stops the
  *     engine at once with store.io, and nothing is committed or run after.
  *
@@ -677,7 +679,7 @@ static void concurrent(const char *location, const char *label, fixture_mode mod
     fixture_close(&f);
 }
 
-/* ---- SQLite: the flush beside the next step (docs/step-path.md) ---- */
+/* ---- the flush beside the next step (docs/step-path.md) ---- */
 
 /* What each function saw of its own store when it ran. */
 typedef struct flush_seen {
@@ -725,7 +727,7 @@ static json_t *flush_workflow(void)
  * next inline step runs, but nothing waits on disk past what it may: an
  * `unsafe` step and a pool step start only once their claim is on disk, and
  * run_until_parked returns only once the run's last commit is. */
-static void flush_beside(const char *location)
+static void flush_beside(const char *location, const char *label)
 {
     fixture f;
     memset(&f, 0, sizeof f);
@@ -760,9 +762,9 @@ static void flush_beside(const char *location)
         CHECK_INT(park, SP_PARK_COMPLETED);
         uint64_t commits = after.commits - before.commits;
         uint64_t flushes = after.flushes - before.flushes;
-        printf("sqlite flush: %d steps, %llu commits, %llu flushes on the flusher's thread; "
+        printf("%s flush: %d steps, %llu commits, %llu flushes on the flusher's thread; "
                "%d of %d inline idempotent steps ran before their claim was on disk\n",
-               FLUSH_STEPS + 2, (unsigned long long)commits, (unsigned long long)flushes,
+               label, FLUSH_STEPS + 2, (unsigned long long)commits, (unsigned long long)flushes,
                atomic_load(&SEEN_FAST.unflushed), atomic_load(&SEEN_FAST.calls));
         CHECK_INT(after.unflushed, 0);   /* parked: on disk before the caller learns it */
         CHECK(flushes >= 1 && flushes <= commits); /* the flush left the commit */
@@ -882,7 +884,7 @@ int main(int argc, char **argv)
     bool pg = argc > 1 && strcmp(argv[1], "--postgres") == 0;
     const char *label = pg ? "postgres" : "sqlite";
     char location[1200], dir[64] = "";
-    for (int part = 0; part < 4; part++) {
+    for (int part = 0; part < (pg ? 5 : 4); part++) {
         if (!fresh_location(pg, location, sizeof location, dir, sizeof dir)) {
             check_fail(__FILE__, __LINE__, "no store (PostgreSQL: SPORE_TEST_PG_FILE)");
             break;
@@ -891,8 +893,8 @@ int main(int argc, char **argv)
             sequential(location, label);
         else if (part == 3 && pg)
             mispredicted(location, 1), mispredicted(location, 3);
-        else if (part == 3)
-            flush_beside(location);
+        else if (part == 3 || part == 4)
+            flush_beside(location, label);
         else
             concurrent(location, label, part == 1 ? MODE_POOL : MODE_INLINE);
         remove_store(dir);
