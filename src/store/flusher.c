@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/failpoint.h"
 #include "store/flusher.h"
@@ -55,9 +56,22 @@ static void set_failed(sp_flusher *f, const char *why)
     f->failed = true;
 }
 
+/* How long flushes may answer "again" while stopping before the flusher
+ * gives up (a server that stays unreachable must not hold the process at its
+ * close; what it holds is committed, only not proved durable). */
+#define AGAIN_AT_STOP_MS 10000
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void *flush_loop(void *arg)
 {
     sp_flusher *f = arg;
+    uint64_t again_since = 0; /* monotonic ms: the first "again" while stopping */
     pthread_mutex_lock(&f->mu);
     for (;;) {
         while (!f->stop && !f->failed && f->flushed == f->committed)
@@ -71,6 +85,10 @@ static void *flush_loop(void *arg)
         sp_flush_result r = f->flush(f->ctx, why, sizeof why);
         sp_failpoint("store.flush.after-sync"); /* durable, nothing told yet */
         pthread_mutex_lock(&f->mu);
+        if (r == SP_FLUSH_AGAIN && f->stop && !again_since)
+            again_since = mono_ms();
+        if (r == SP_FLUSH_AGAIN && again_since && mono_ms() - again_since >= AGAIN_AT_STOP_MS)
+            set_failed(f, "the store closed before its last commits could be flushed");
         if (r == SP_FLUSH_FAILED)
             set_failed(f, why);
         else if (r == SP_FLUSH_DONE && target > f->flushed)
