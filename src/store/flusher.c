@@ -43,6 +43,8 @@ struct sp_flusher {
     uint64_t committed; /* the last ticket handed out */
     uint64_t flushed;   /* every ticket up to this one is durable */
     uint64_t flushes;   /* flushes that returned done */
+    uint64_t oldest_ms; /* monotonic: when the oldest unflushed ticket was handed out */
+    unsigned waiters;   /* threads waiting for a flush (wait, or committed at the bound) */
     bool failed;        /* a flush failed for good; sticky */
     char why[512];      /* what it said */
     bool stop;
@@ -68,6 +70,28 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* A flush nobody waits for yet waits this long for more commits to answer
+ * (unless SP_FLUSH_EAGER tickets are unflushed): a sequential run of inline
+ * steps then costs one flush for several steps, not one a step. Anything
+ * that must not leave the process before its flush waits for it, and a
+ * waiter is flushed for at once. */
+#define FLUSH_GATHER_MS 2
+#define SP_FLUSH_EAGER (SP_UNFLUSHED_MAX / 4)
+
+/* Under f->mu: whether the flush should begin now. */
+static bool flush_now(const sp_flusher *f, uint64_t now)
+{
+    return f->stop || f->waiters || f->committed - f->flushed >= SP_FLUSH_EAGER ||
+           now - f->oldest_ms >= FLUSH_GATHER_MS;
+}
+
+/* Under f->mu: wait on `work` until `deadline_ms` (monotonic) at most. */
+static void wait_until(sp_flusher *f, uint64_t deadline_ms)
+{
+    struct timespec ts = {(time_t)(deadline_ms / 1000), (long)(deadline_ms % 1000) * 1000000L};
+    pthread_cond_timedwait(&f->work, &f->mu, &ts);
+}
+
 static void *flush_loop(void *arg)
 {
     sp_flusher *f = arg;
@@ -78,6 +102,10 @@ static void *flush_loop(void *arg)
             pthread_cond_wait(&f->work, &f->mu);
         if (f->failed || f->flushed == f->committed) /* stopping with nothing left */
             break;
+        if (!flush_now(f, mono_ms())) {
+            wait_until(f, f->oldest_ms + FLUSH_GATHER_MS + 1);
+            continue;
+        }
         uint64_t target = f->committed; /* every commit made before the flush begins */
         pthread_mutex_unlock(&f->mu);
         char why[512] = "";
@@ -92,7 +120,7 @@ static void *flush_loop(void *arg)
         if (r == SP_FLUSH_FAILED)
             set_failed(f, why);
         else if (r == SP_FLUSH_DONE && target > f->flushed)
-            f->flushed = target;
+            f->flushed = target, f->oldest_ms = mono_ms(); /* the rest came during the flush */
         f->flushes += r == SP_FLUSH_DONE;
         pthread_cond_broadcast(&f->done);
     }
@@ -113,7 +141,11 @@ sp_flusher *sp_flusher_start(sp_flush_fn flush, void (*release)(void *ctx), void
     f->release = release;
     f->ctx = ctx;
     pthread_mutex_init(&f->mu, NULL);
-    pthread_cond_init(&f->work, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->work, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     pthread_cond_init(&f->done, NULL);
     int rc = pthread_create(&f->thread, NULL, flush_loop, f);
     if (rc) {
@@ -148,8 +180,10 @@ sp_store_rc sp_flusher_failed(sp_flusher *f, sp_error *err)
 uint64_t sp_flusher_committed(sp_flusher *f)
 {
     pthread_mutex_lock(&f->mu);
+    if (f->committed == f->flushed)
+        f->oldest_ms = mono_ms();
     uint64_t ticket = ++f->committed;
-    pthread_cond_signal(&f->work);
+    pthread_cond_signal(&f->work); /* past SP_FLUSH_EAGER it flushes at once */
     while (!f->failed && f->committed - f->flushed > SP_UNFLUSHED_MAX)
         pthread_cond_wait(&f->done, &f->mu);
     pthread_mutex_unlock(&f->mu);
@@ -159,8 +193,13 @@ uint64_t sp_flusher_committed(sp_flusher *f)
 sp_store_rc sp_flusher_wait(sp_flusher *f, uint64_t ticket, sp_error *err)
 {
     pthread_mutex_lock(&f->mu);
+    bool waiting = !f->failed && f->flushed < ticket;
+    f->waiters += waiting;
+    if (waiting)
+        pthread_cond_signal(&f->work); /* a waiter is flushed for at once */
     while (!f->failed && f->flushed < ticket)
         pthread_cond_wait(&f->done, &f->mu);
+    f->waiters -= waiting;
     sp_store_rc rc = f->flushed >= ticket ? SP_STORE_OK : flush_failure(f, err);
     pthread_mutex_unlock(&f->mu);
     return rc;
