@@ -103,7 +103,8 @@ static int claim_one(sp_engine *e, const sp_due_item *item, sp_tick_stats *stats
                         .invocation_id = item->id,
                         .worker = e->worker_id,
                         .lease_duration_ms = e->cfg.lease_ms,
-                        .host = e->host};
+                        .host = e->host,
+                        .skip_busy = true}; /* a run another worker holds: its step */
     sp_claim claim;
     sp_store_rc rc = ledger_claim(e, &req, &claim, err);
     if (rc != SP_STORE_OK) {

@@ -118,7 +118,7 @@ static sp_store_rc read_ahead(sp_store *s, const sp_lock_ahead **picked, size_t 
     if (f && reads && outs && ahead) {
         for (size_t i = 0; i < n; i++) {
             lg_first_reads_make(s, &picked[i]->attempt->key, picked[i]->request_id,
-                                picked[i]->attempt, &f[i]);
+                                picked[i]->attempt, false, &f[i]);
             reads[2 * i] = f[i].reads[0], reads[2 * i + 1] = f[i].reads[1];
         }
         rc = lg_query_all(s, reads, 2 * n, outs, err);

@@ -230,6 +230,7 @@ typedef struct lg_mut {
     const sp_attempt_ref *prefetched; /* the attempt whose row `known` holds */
     sp_db_rows extra;       /* what op->extra_read read (no rows without one) */
     bool predicted;         /* run and known are predicted, checked by guards (predict.c) */
+    bool skips_busy;        /* a run another transaction holds is skipped (op->skips_busy) */
 } lg_mut;
 
 /* A request's first two reads (request.c): the run row locked (with the
@@ -243,7 +244,7 @@ typedef struct lg_first_reads {
     sp_db_read reads[2];
 } lg_first_reads;
 void lg_first_reads_make(sp_store *s, const sp_run_key *key, const char *request_id,
-                         const sp_attempt_ref *attempt, lg_first_reads *f);
+                         const sp_attempt_ref *attempt, bool skip_busy, lg_first_reads *f);
 /* The first reads the batch made ahead for this request (lock_ahead.c):
  * true with *run and *known (the caller's to free) when it made them for
  * the same run, request ID and attempt, and no request of the batch
@@ -334,6 +335,9 @@ typedef struct lg_op {
     /* Whether its commit leaves a prediction of the run's next request's
      * first reads, and whether it runs on one itself (predict.c). */
     lg_predicting predicts;
+    /* Optional: whether this request skips a run another transaction holds
+     * (the lock read with dialect.skip_locked) and answers conflict/run.busy. */
+    bool (*skips_busy)(const void *req);
 } lg_op;
 #define LG_EXTRA_PARAMS 12
 

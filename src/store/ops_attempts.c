@@ -286,8 +286,14 @@ static sp_store_rc claim_validate(const sp_claim_req *req, sp_error *err)
     return rc;
 }
 
-static const lg_op CLAIM_ATTEMPT = {"claim_attempt", "claim-attempt", claim_apply,
-                                    lg_claim_decode, NULL, claim_extra_read, LG_PREDICT_LEAVES};
+static bool claim_skips_busy(const void *req)
+{
+    return ((const sp_claim_req *)req)->skip_busy;
+}
+
+static const lg_op CLAIM_ATTEMPT = {"claim_attempt",  "claim-attempt",  claim_apply,
+                                    lg_claim_decode,  NULL,             claim_extra_read,
+                                    LG_PREDICT_LEAVES, claim_skips_busy};
 
 sp_store_rc sp_store_claim_attempt(sp_store *s, const sp_claim_req *req, sp_claim *res,
                                    sp_error *err)
@@ -338,7 +344,7 @@ static const sp_attempt_ref *attempt_of_heartbeat(const void *req)
 }
 
 static const lg_op HEARTBEAT = {"heartbeat", "heartbeat", heartbeat_apply,
-                                lg_lease_decode, attempt_of_heartbeat, NULL, LG_PREDICT_NONE};
+                                lg_lease_decode, attempt_of_heartbeat, NULL, LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_heartbeat(sp_store *s, const sp_heartbeat_req *req, sp_heartbeat_res *res,
                                sp_error *err)
@@ -387,7 +393,7 @@ static const sp_attempt_ref *attempt_of_hold_attempt(const void *req)
 }
 
 static const lg_op HOLD_ATTEMPT = {"hold_attempt", "hold-attempt", hold_apply,
-                                   lg_lease_decode, attempt_of_hold_attempt, NULL, LG_PREDICT_NONE};
+                                   lg_lease_decode, attempt_of_hold_attempt, NULL, LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_hold_attempt(sp_store *s, const sp_hold_req *req, sp_heartbeat_res *res,
                                   sp_error *err)

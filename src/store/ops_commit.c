@@ -702,7 +702,7 @@ static void turn_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
 }
 
 static const lg_op COMMIT_TURN = {"commit_turn", "commit-turn", commit_apply,
-                                  lg_committed_decode, NULL, turn_extra_read, LG_PREDICT_NONE};
+                                  lg_committed_decode, NULL, turn_extra_read, LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_commit_turn(sp_store *s, const sp_commit_turn_req *req,
                                  sp_commit_turn_res *res, sp_error *err)

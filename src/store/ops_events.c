@@ -122,7 +122,7 @@ static sp_store_rc append_apply(lg_mut *m, const void *r, sp_error *err)
 }
 
 static const lg_op APPEND_EVENT = {"append_event", "append-event", append_apply,
-                                   lg_appended_decode, NULL, NULL, LG_PREDICT_NONE};
+                                   lg_appended_decode, NULL, NULL, LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_append_event(sp_store *s, const sp_append_event_req *req,
                                   sp_append_event_res *res, sp_error *err)

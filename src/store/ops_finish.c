@@ -189,7 +189,7 @@ static const sp_attempt_ref *attempt_of_finish_attempt(const void *req)
 
 static const lg_op FINISH_ATTEMPT = {"finish_attempt", "finish-attempt", finish_apply,
                                      lg_result_decode, attempt_of_finish_attempt, NULL,
-                                     LG_PREDICT_NONE};
+                                     LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_finish_attempt(sp_store *s, const sp_finish_req *req, sp_finish_res *res,
                                     sp_error *err)
@@ -276,7 +276,7 @@ static const sp_attempt_ref *attempt_of_expire_attempt(const void *req)
 
 static const lg_op EXPIRE_ATTEMPT = {"expire_attempt", "expire-attempt", expire_apply,
                                      lg_result_decode, attempt_of_expire_attempt, NULL,
-                                     LG_PREDICT_NONE};
+                                     LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_expire_attempt(sp_store *s, const sp_expire_req *req, sp_finish_res *res,
                                     sp_error *err)
@@ -328,7 +328,7 @@ static const sp_attempt_ref *attempt_of_late_evidence(const void *req)
 
 static const lg_op LATE_EVIDENCE = {"record_late_evidence", NULL, late_apply,
                                     lg_audit_decode, attempt_of_late_evidence, NULL,
-                                    LG_PREDICT_NONE};
+                                    LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_record_late_evidence(sp_store *s, const sp_late_evidence_req *req,
                                           sp_late_evidence_res *res, sp_error *err)

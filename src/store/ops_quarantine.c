@@ -42,7 +42,7 @@ static sp_store_rc quarantine_apply(lg_mut *m, const void *r, sp_error *err)
 }
 
 static const lg_op QUARANTINE_RUN = {"quarantine_run", NULL, quarantine_apply,
-                                     lg_flag_decode, NULL, NULL, LG_PREDICT_NONE};
+                                     lg_flag_decode, NULL, NULL, LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_quarantine_run(sp_store *s, const sp_quarantine_req *req, sp_flag_res *res,
                                     sp_error *err)
@@ -82,7 +82,7 @@ static sp_store_rc release_apply(lg_mut *m, const void *r, sp_error *err)
 }
 
 static const lg_op RELEASE_RUN = {"release_run", NULL,  release_apply, lg_flag_decode,
-                                  NULL,          NULL,  LG_PREDICT_NONE};
+                                  NULL,          NULL,  LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_release_run(sp_store *s, const sp_release_req *req, sp_flag_res *res,
                                  sp_error *err)

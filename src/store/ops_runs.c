@@ -113,7 +113,7 @@ static sp_store_rc create_validate(const sp_create_run_req *req, sp_error *err)
 }
 
 static const lg_op CREATE_RUN = {"create_run", "create-run", create_apply,
-                                 lg_created_decode, NULL, NULL, LG_PREDICT_NONE};
+                                 lg_created_decode, NULL, NULL, LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_create_run(sp_store *s, const sp_create_run_req *req, sp_create_run_res *res,
                                 sp_error *err)

@@ -186,7 +186,7 @@ static const sp_attempt_ref *attempt_of_settle_attempt(const void *req)
 
 static const lg_op SETTLE_ATTEMPT = {"settle_attempt", "settle-attempt", settle_apply,
                                      lg_settled_decode, attempt_of_settle_attempt, NULL,
-                                     LG_PREDICT_USES};
+                                     LG_PREDICT_USES, NULL};
 
 static sp_store_rc settle_validate(const sp_settle_req *req, sp_error *err)
 {

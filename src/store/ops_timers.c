@@ -162,7 +162,7 @@ static sp_store_rc fire_apply(lg_mut *m, const void *r, sp_error *err)
 }
 
 static const lg_op FIRE_TIMER = {"fire_timer", "fire-timer", fire_apply,
-                                 lg_appended_decode, NULL, NULL, LG_PREDICT_NONE};
+                                 lg_appended_decode, NULL, NULL, LG_PREDICT_NONE, NULL};
 
 sp_store_rc sp_store_fire_timer(sp_store *s, const sp_fire_timer_req *req,
                                 sp_append_event_res *res, sp_error *err)

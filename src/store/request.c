@@ -303,26 +303,28 @@ static sp_store_rc request_digest(const char *op, json_t *body, char *out, sp_er
 #define KNOWN_ATTEMPT 2
 
 /* The run row, locked (PostgreSQL: FOR UPDATE, with the database's clock
- * sampled once the lock is held), into `sql`. */
-static void lock_sql(sp_store *s, char *sql, size_t cap)
+ * sampled once the lock is held; `skip`: SKIP LOCKED, no row when another
+ * transaction holds it), into `sql`. */
+static void lock_sql(sp_store *s, bool skip, char *sql, size_t cap)
 {
     const char *now_sql = s->driver->now_sql ? s->driver->now_sql(s->conn) : NULL;
+    const char *lock = skip ? s->driver->dialect.skip_locked : s->driver->dialect.for_update;
     if (now_sql)
         snprintf(sql, cap,
                  "WITH r AS MATERIALIZED (SELECT " LG_RUN_COLS
                  " FROM runs WHERE tenant = ? AND run_id = ?%s) SELECT r.*, %s FROM r",
-                 s->driver->dialect.for_update, now_sql);
+                 lock, now_sql);
     else
         snprintf(sql, cap,
                  "SELECT " LG_RUN_COLS ", NULL FROM runs WHERE tenant = ? AND run_id = ?%s",
-                 s->driver->dialect.for_update);
+                 lock);
 }
 
 void lg_first_reads_make(sp_store *s, const sp_run_key *key, const char *request_id,
-                         const sp_attempt_ref *attempt, lg_first_reads *f)
+                         const sp_attempt_ref *attempt, bool skip_busy, lg_first_reads *f)
 {
     const char *t = key->tenant, *r = key->run_id;
-    lock_sql(s, f->lock_sql, sizeof f->lock_sql);
+    lock_sql(s, skip_busy, f->lock_sql, sizeof f->lock_sql);
     f->lock_params[0] = DB_TEXT(t), f->lock_params[1] = DB_TEXT(r);
     f->known_params[0] = DB_TEXT(t), f->known_params[1] = DB_TEXT(r);
     f->known_params[2] = DB_TEXT(request_id);
@@ -363,7 +365,7 @@ static sp_store_rc lock_and_read_known(lg_mut *m, const lg_op *op, const void *r
             return rc;
     }
     lg_first_reads f;
-    lg_first_reads_make(m->s, m->key, request_id, attempt, &f);
+    lg_first_reads_make(m->s, m->key, request_id, attempt, m->skips_busy, &f);
     sp_db_read reads[3] = {f.reads[0], f.reads[1]};
     sp_db_val extra_params[LG_EXTRA_PARAMS];
     if (op->extra_read)
@@ -473,7 +475,11 @@ static sp_store_rc finish_applied(lg_mut *m, const lg_op *op, const char *reques
 static sp_store_rc run_locked(lg_mut *m, const lg_op *op, const char *request_id,
                               const char *digest, const void *req, json_t **stored, sp_error *err)
 {
+    m->skips_busy = op->skips_busy && op->skips_busy(req);
     sp_store_rc rc = lock_and_read_known(m, op, req, request_id, err);
+    if (rc == SP_STORE_OK && m->skips_busy && !lg_run_exists(m))
+        return lg_fail(err, SP_STORE_CONFLICT, "run.busy",
+                       "run %s is held by another transaction: skipped", m->key->run_id);
     if (rc == SP_STORE_OK)
         rc = receipt_first(m, request_id, digest, stored, err);
     if (rc || *stored)

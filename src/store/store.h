@@ -239,6 +239,11 @@ typedef struct sp_claim_req {
     /* Relative alternative to deadline_ms, measured on the store's clock at
      * the claim: deadline = now + deadline_in_ms (0 = use deadline_ms). */
     uint64_t deadline_in_ms;
+    /* Not waited for: a run another transaction holds right now (PostgreSQL:
+     * its row locked) answers conflict/run.busy at once and changes nothing.
+     * A worker's dispatch sets it (another worker is at that run: the step
+     * is its, or the next scan's); not part of the request's identity. */
+    bool skip_busy;
 } sp_claim_req;
 
 typedef struct sp_claim {

@@ -269,7 +269,7 @@ sp_store_rc fx_claim(sp_store *s, const sp_run_key *key, const char *invocation_
     char request_id[SP_STORE_REQUEST_ID_MAX];
     snprintf(request_id, sizeof request_id, "claim/%s/%s/%s", invocation_id, worker, tag);
     sp_claim_req req = {*key, request_id, invocation_id,          worker, lease_ms,
-                        NULL, 0,          {"host-test", 4242, 77}, 0};
+                        NULL, 0,          {"host-test", 4242, 77}, 0, false};
     return sp_store_claim_attempt(s, &req, out, err);
 }
 

@@ -526,7 +526,7 @@ void store_s03_digest_mismatch_and_concurrency(store_env *e)
     fx_decision_free(&d);
     char inv[SP_ID_LEN + 1] = "";
     CHECK(fx_invocation(e->a, &k, inv));
-    sp_claim_req claim = {k, "claim/s03", inv, "w1", 1000, NULL, 0, {"host-test", 1, 2}, 0};
+    sp_claim_req claim = {k, "claim/s03", inv, "w1", 1000, NULL, 0, {"host-test", 1, 2}, 0, false};
     s03_race(e, race_claim, &claim, 1);
     fx_body body = fx_body_of("{\"name\":\"go\"}");
     sp_append_event_req append = {k, "signal/m2", "sig:m2", "signal.received", fx_evidence(&body)};

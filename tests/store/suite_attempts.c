@@ -118,7 +118,7 @@ static void s05_deadline_cap(store_env *e)
     CHECK_INT(fx_settle(e->a, &k), 1);
     char inv[SP_ID_LEN + 1] = "";
     CHECK(fx_invocation(e->a, &k, inv));
-    sp_claim_req req = {k, "claim/s05/cap", inv, "w1", 1000, NULL, 1500, {"h", 1, 1}, 0};
+    sp_claim_req req = {k, "claim/s05/cap", inv, "w1", 1000, NULL, 1500, {"h", 1, 1}, 0, false};
     sp_claim c;
     EXPECT_OK(sp_store_claim_attempt(e->a, &req, &c, &err), &err);
     CHECK(c.lease_until_ms == 1500 && c.deadline_ms == 1500);
@@ -367,7 +367,7 @@ void store_x02_holds_and_deadlines(store_env *e)
     char inv[SP_ID_LEN + 1] = "";
     CHECK(fx_invocation(e->a, &k, inv));
     sp_claim_req creq = {k,   "claim/x02",           inv,  "step-token-1",
-                         100, "{\"actor\":\"ana\"}", 5000, {"", 0, 0}, 0};
+                         100, "{\"actor\":\"ana\"}", 5000, {"", 0, 0}, 0, false};
     sp_claim c;
     EXPECT_OK(sp_store_claim_attempt(e->a, &creq, &c, &err), &err);
     CHECK(c.lease_until_ms == 1100 && c.deadline_ms == 5000);

@@ -11,7 +11,8 @@
  *           driver's contract: credentials never in locations or errors
  *           (wrong password -> store.unauthorized, no server -> store.io);
  *           a held row lock -> unavailable/store.busy after lock_timeout and
- *           the identical retry applies; a racing create_run -> one applied,
+ *           the identical retry applies (a dispatch's claim, skip_busy:
+ *           conflict/run.busy at once); a racing create_run -> one applied,
  *           the loser unavailable or duplicate, and its retry duplicate; a
  *           connection killed mid-transaction -> unavailable, and the next
  *           request reconnects; a whole run through the C API (spore_open).
@@ -318,6 +319,49 @@ static void q04_busy(void)
     sp_key_page_free(&page);
     EXPECT_OK(fx_signal(s, &k, "m1", "go", &a, &err), &err); /* the identical request again */
     CHECK(a.disposition == SP_APPLIED && a.sequence == 2);
+    sp_store_close(s);
+    pg_destroy(&CTX, loc);
+}
+
+/* A dispatch's claim (skip_busy) does not wait for a run another
+ * transaction holds: conflict/run.busy at once, nothing changed; any other
+ * claim waits (store.busy after lock_timeout); once the lock is gone the
+ * same claim applies. */
+static void q04_claim_skips_busy(void)
+{
+    char schema[64], loc[STORE_LOCATION_MAX], sql[256];
+    CHECK(new_schema(schema, sizeof schema));
+    url_for(loc, sizeof loc, schema, "%20-clock_timeout%3D300");
+    manual_clock clock;
+    manual_clock_set(&clock, 1000);
+    sp_error err = {0};
+    sp_store *s = open_at(loc, &clock, &err);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    sp_run_key k = fx_key("run_claim_busy");
+    sp_create_run_res cr;
+    EXPECT_OK(fx_create(s, &k, "claim-busy", &cr, &err), &err);
+    sp_commit_turn_res turn; /* the first turn schedules a step: an invocation to claim */
+    EXPECT_OK(fx_step(s, &k, &turn, &err), &err);
+    char inv[SP_ID_LEN + 1] = "";
+    CHECK(fx_invocation(s, &k, inv));
+    sp_claim_req claim = {.key = k, .request_id = "claim/busy", .invocation_id = inv,
+                          .worker = "w1", .lease_duration_ms = 1000,
+                          .host = {"host-test", 1, 2}, .skip_busy = true};
+    sp_claim c;
+    CHECK(admin_exec("BEGIN"));
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s.runs WHERE run_id = 'run_claim_busy' FOR UPDATE",
+             schema);
+    CHECK(admin_exec(sql));
+    EXPECT(sp_store_claim_attempt(s, &claim, &c, &err), &err, SP_STORE_CONFLICT, "run.busy");
+    claim.skip_busy = false;
+    EXPECT(sp_store_claim_attempt(s, &claim, &c, &err), &err, SP_STORE_UNAVAILABLE, "store.busy");
+    claim.skip_busy = true;
+    CHECK(admin_exec("ROLLBACK"));
+    EXPECT_OK(sp_store_claim_attempt(s, &claim, &c, &err), &err);
+    CHECK(c.disposition == SP_APPLIED && c.attempt_number == 1 && c.attempt.fence == 1);
+    sp_claim_free(&c);
     sp_store_close(s);
     pg_destroy(&CTX, loc);
 }
@@ -681,6 +725,7 @@ static void q04_errors(void)
     q04_concurrent_first_connects();
     q04_credentials();
     q04_busy();
+    q04_claim_skips_busy();
     q04_create_race();
     q04_connection_lost();
     q04_batch_write_fails(FAIL_ALONE);
