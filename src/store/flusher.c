@@ -44,7 +44,8 @@ struct sp_flusher {
     uint64_t flushed;   /* every ticket up to this one is durable */
     uint64_t flushes;   /* flushes that returned done */
     uint64_t oldest_ms; /* monotonic: when the oldest unflushed ticket was handed out */
-    unsigned waiters;   /* threads waiting for a flush (wait, or committed at the bound) */
+    unsigned waiters;   /* threads waiting in sp_flusher_wait */
+    bool gathering;     /* the thread waits (timed) for more commits before it flushes */
     bool failed;        /* a flush failed for good; sticky */
     char why[512];      /* what it said */
     bool stop;
@@ -103,7 +104,9 @@ static void *flush_loop(void *arg)
         if (f->failed || f->flushed == f->committed) /* stopping with nothing left */
             break;
         if (!flush_now(f, mono_ms())) {
+            f->gathering = true;
             wait_until(f, f->oldest_ms + FLUSH_GATHER_MS + 1);
+            f->gathering = false;
             continue;
         }
         uint64_t target = f->committed; /* every commit made before the flush begins */
@@ -183,7 +186,10 @@ uint64_t sp_flusher_committed(sp_flusher *f)
     if (f->committed == f->flushed)
         f->oldest_ms = mono_ms();
     uint64_t ticket = ++f->committed;
-    pthread_cond_signal(&f->work); /* past SP_FLUSH_EAGER it flushes at once */
+    /* a thread gathering wakes on its own timer; past SP_FLUSH_EAGER it
+     * flushes at once (a wake-up per commit cost two context switches) */
+    if (!f->gathering || f->committed - f->flushed >= SP_FLUSH_EAGER)
+        pthread_cond_signal(&f->work);
     while (!f->failed && f->committed - f->flushed > SP_UNFLUSHED_MAX)
         pthread_cond_wait(&f->done, &f->mu);
     pthread_mutex_unlock(&f->mu);
