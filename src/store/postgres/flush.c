@@ -102,6 +102,10 @@ static sp_flush_result pg_flush_fn(void *ctx, char *why, size_t cap)
     pthread_mutex_lock(&x->mu);
     uint64_t want = x->mark, generation = x->generation;
     pthread_mutex_unlock(&x->mu);
+    if (atomic_load(&x->main->generation) != generation) {
+        pause_ms(10); /* the committing connection proves these itself (resolve) */
+        return SP_FLUSH_AGAIN;
+    }
     PGconn *db = flush_connection(x);
     uint64_t durable = 0;
     int rc = db ? flush_and_read(db, x->main->session, &durable, why, cap) : 1;
@@ -111,10 +115,8 @@ static sp_flush_result pg_flush_fn(void *ctx, char *why, size_t cap)
     }
     if (rc < 0)
         return SP_FLUSH_FAILED;
-    if (atomic_load(&x->main->generation) != generation) {
-        pause_ms(10); /* the committing connection proves these (resolve) */
-        return SP_FLUSH_AGAIN;
-    }
+    if (atomic_load(&x->main->generation) != generation)
+        return SP_FLUSH_AGAIN; /* a reconnect during the flush: the mark may be a new backend's */
     if (durable >= want)
         return SP_FLUSH_DONE;
     lost(why, cap, durable, want);
