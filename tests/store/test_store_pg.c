@@ -284,24 +284,45 @@ static void q04_credentials(void)
 
 /* ---- a held lock: store.busy, then the identical retry applies ---- */
 
+/* A store in a new schema whose lock waits end after 300 ms, with the run
+ * `run_id` created (NULL: failed, checked); its clock is the caller's. */
+static sp_store *open_busy_run(char schema[64], char loc[STORE_LOCATION_MAX], manual_clock *clock,
+                               const char *run_id, sp_run_key *k)
+{
+    CHECK(new_schema(schema, 64));
+    url_for(loc, STORE_LOCATION_MAX, schema, "%20-clock_timeout%3D300");
+    manual_clock_set(clock, 1000);
+    sp_error err = {0};
+    sp_store *s = open_at(loc, clock, &err);
+    CHECK(s != NULL);
+    *k = fx_key(run_id);
+    sp_create_run_res cr;
+    if (s)
+        EXPECT_OK(fx_create(s, k, run_id, &cr, &err), &err);
+    sp_error_clear(&err);
+    return s;
+}
+
+/* Another session holds the run's row until admin_exec("ROLLBACK"). */
+static void hold_run(const char *schema, const char *run_id)
+{
+    char sql[256];
+    CHECK(admin_exec("BEGIN"));
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s.runs WHERE run_id = '%s' FOR UPDATE", schema,
+             run_id);
+    CHECK(admin_exec(sql));
+}
+
 static void q04_busy(void)
 {
-    char schema[64], loc[STORE_LOCATION_MAX], sql[256];
-    CHECK(new_schema(schema, sizeof schema));
-    url_for(loc, sizeof loc, schema, "%20-clock_timeout%3D300");
+    char schema[64], loc[STORE_LOCATION_MAX];
     manual_clock clock;
-    manual_clock_set(&clock, 1000);
-    sp_error err = {0};
-    sp_store *s = open_at(loc, &clock, &err);
-    CHECK(s != NULL);
+    sp_run_key k;
+    sp_store *s = open_busy_run(schema, loc, &clock, "run_busy", &k);
     if (!s)
         return;
-    sp_run_key k = fx_key("run_busy");
-    sp_create_run_res cr;
-    EXPECT_OK(fx_create(s, &k, "busy", &cr, &err), &err);
-    CHECK(admin_exec("BEGIN"));
-    snprintf(sql, sizeof sql, "SELECT 1 FROM %s.runs WHERE run_id = 'run_busy' FOR UPDATE", schema);
-    CHECK(admin_exec(sql));
+    sp_error err = {0};
+    hold_run(schema, "run_busy");
     sp_run_view v; /* readers are not blocked by the lock */
     bool found = false;
     EXPECT_OK(sp_store_get_run(s, &k, &v, &found, &err), &err);
@@ -329,19 +350,13 @@ static void q04_busy(void)
  * same claim applies. */
 static void q04_claim_skips_busy(void)
 {
-    char schema[64], loc[STORE_LOCATION_MAX], sql[256];
-    CHECK(new_schema(schema, sizeof schema));
-    url_for(loc, sizeof loc, schema, "%20-clock_timeout%3D300");
+    char schema[64], loc[STORE_LOCATION_MAX];
     manual_clock clock;
-    manual_clock_set(&clock, 1000);
-    sp_error err = {0};
-    sp_store *s = open_at(loc, &clock, &err);
-    CHECK(s != NULL);
+    sp_run_key k;
+    sp_store *s = open_busy_run(schema, loc, &clock, "run_claim_busy", &k);
     if (!s)
         return;
-    sp_run_key k = fx_key("run_claim_busy");
-    sp_create_run_res cr;
-    EXPECT_OK(fx_create(s, &k, "claim-busy", &cr, &err), &err);
+    sp_error err = {0};
     sp_commit_turn_res turn; /* the first turn schedules a step: an invocation to claim */
     EXPECT_OK(fx_step(s, &k, &turn, &err), &err);
     char inv[SP_ID_LEN + 1] = "";
@@ -350,10 +365,7 @@ static void q04_claim_skips_busy(void)
                           .worker = "w1", .lease_duration_ms = 1000,
                           .host = {"host-test", 1, 2}, .skip_busy = true};
     sp_claim c;
-    CHECK(admin_exec("BEGIN"));
-    snprintf(sql, sizeof sql, "SELECT 1 FROM %s.runs WHERE run_id = 'run_claim_busy' FOR UPDATE",
-             schema);
-    CHECK(admin_exec(sql));
+    hold_run(schema, "run_claim_busy");
     EXPECT(sp_store_claim_attempt(s, &claim, &c, &err), &err, SP_STORE_CONFLICT, "run.busy");
     claim.skip_busy = false;
     EXPECT(sp_store_claim_attempt(s, &claim, &c, &err), &err, SP_STORE_UNAVAILABLE, "store.busy");
