@@ -7,7 +7,8 @@
  * with synchronous_commit off).
  *
  * Tickets: each commit left unflushed gets the next one; one flush answers
- * every ticket handed out before it began, so flushes group themselves. At
+ * every ticket handed out before it began, so flushes group themselves, and
+ * a flush nobody waits for yet gathers for a moment first (flusher.c). At
  * most SP_UNFLUSHED_MAX tickets wait; the next commit waits for a flush.
  * A flush that failed for good is final: every later wait answers it.
  *
