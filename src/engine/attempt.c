@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/failpoint.h"
 #include "engine/internal.h"
 #include "engine/ledger.h"
@@ -33,7 +34,7 @@ static void on_progress(void *ctx, const char *event_json, size_t len)
     sp_engine *e = a->engine;
     if (event_json) /* a view's detail: losing one never changes the attempt */
         ledger_agent_event(e, &a->claim.attempt, a->kept++, event_json, len);
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     if (now - a->last_signal_ms < PROGRESS_BEAT_GAP_MS / 4)
         return;
     a->last_signal_ms = now;
@@ -257,7 +258,7 @@ void engine_attempts_begin(sp_engine *e, bool committed, sp_error *err)
         pthread_mutex_unlock(&e->mu);
         if (!mine || !committed)
             continue;
-        a->last_beat_ms = engine_mono_ms();
+        a->last_beat_ms = sp_mono_ms();
         /* the runner may run it on this thread (a native function registered
          * inline: step-path.md §4): settled before the next pass, no hand-off */
         if (a->slot == ENGINE_SLOT_INLINE) {
@@ -377,7 +378,7 @@ static uint64_t beat_due(const sp_engine *e, const inflight *a)
 
 void engine_attempts_heartbeat(sp_engine *e)
 {
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     for (inflight *a = e->inflight; a; a = a->next) {
         pthread_mutex_lock(&e->mu);
         bool due = beat_due(e, a) <= now;
@@ -393,7 +394,7 @@ void engine_attempts_heartbeat(sp_engine *e)
 
 uint64_t engine_attempts_next_beat_in(sp_engine *e)
 {
-    uint64_t now = engine_mono_ms(), next = UINT64_MAX;
+    uint64_t now = sp_mono_ms(), next = UINT64_MAX;
     pthread_mutex_lock(&e->mu);
     for (inflight *a = e->inflight; a; a = a->next) {
         uint64_t due = beat_due(e, a);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "engine/internal.h"
 #include "engine/ledger.h"
 #include "engine/stateview.h"
@@ -79,13 +80,13 @@ static int consumed(sp_engine *e, const sp_run_key *key, uint64_t sequence, bool
 static int await_applied(sp_engine *e, const sp_run_key *key, uint64_t sequence,
                          uint64_t wait_ms, sp_cancel_answer *a, sp_error *err)
 {
-    uint64_t until = engine_mono_ms() + wait_ms;
+    uint64_t until = sp_mono_ms() + wait_ms;
     for (;;) {
         if (consumed(e, key, sequence, &a->applied, a->status, err))
             return -1;
-        if (a->applied || engine_mono_ms() >= until)
+        if (a->applied || sp_mono_ms() >= until)
             break;
-        engine_sleep_ms(50);
+        sp_sleep_ms(50);
     }
     if (a->applied)
         return 0;

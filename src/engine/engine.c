@@ -35,15 +35,6 @@ sp_engine_config sp_engine_defaults(void)
     };
 }
 
-void engine_sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        /* an interrupt ends the sleep early only through the flag checks */
-        break;
-    }
-}
-
 bool engine_abandoning(sp_engine *e)
 {
     pthread_mutex_lock(&e->mu);
@@ -63,8 +54,6 @@ static uint64_t mono_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-
-uint64_t engine_mono_ms(void) { return mono_ns() / 1000000u; }
 
 uint64_t engine_wall_ms(void)
 {

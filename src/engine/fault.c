@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "engine/internal.h"
 #include "engine/ledger.h"
 
@@ -102,7 +103,7 @@ static void failed(sp_engine *e, bool write, const char *call, const sp_error *e
 {
     engine_fault *f = &e->fault;
     pthread_mutex_lock(&f->mu);
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     if (call || !f->failing)
         describe(f, call, err);
     if (!f->failing) {
@@ -128,7 +129,7 @@ static void worked(sp_engine *e, bool write)
     pthread_mutex_lock(&f->mu);
     if (f->failing && (write || !f->writes)) {
         if (f->reported && e->cfg.store_fault)
-            tell(e, SP_FAULT_RECOVERED, 0, engine_mono_ms());
+            tell(e, SP_FAULT_RECOVERED, 0, sp_mono_ms());
         f->failing = false;
     }
     pthread_mutex_unlock(&f->mu);
@@ -153,7 +154,7 @@ static bool past_bound(sp_engine *e)
 {
     bool interrupted = engine_interrupted(e);
     pthread_mutex_lock(&e->fault.mu);
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     bool past = time_left(e, now) == 0 ||
                 (interrupted && e->fault.failing && now - e->fault.since_ms >= FAULT_QUIET_MS);
     pthread_mutex_unlock(&e->fault.mu);
@@ -172,7 +173,7 @@ static bool retry_sleep(sp_engine *e, uint64_t ms)
 {
     while (ms > 0) {
         uint64_t slice = ms < RETRY_SLICE_MS ? ms : RETRY_SLICE_MS;
-        engine_sleep_ms(slice);
+        sp_sleep_ms(slice);
         ms -= slice;
         if (retry_stopped(e))
             return false;
@@ -184,7 +185,7 @@ int engine_fault_give_up(sp_engine *e, uint64_t *left_ms, sp_error *err)
 {
     engine_fault *f = &e->fault;
     pthread_mutex_lock(&f->mu);
-    uint64_t now = engine_mono_ms(), left = time_left(e, now);
+    uint64_t now = sp_mono_ms(), left = time_left(e, now);
     if (left_ms)
         *left_ms = left;
     if (left == 0) {

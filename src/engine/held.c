@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/failpoint.h"
 #include "engine/internal.h"
 #include "engine/ledger.h"
@@ -148,7 +149,7 @@ static void run_watch(held_job *j, sp_runner_ctx *ctx)
     pthread_mutex_lock(&j->engine->mu); /* try again later */
     held_memo *m = memo(j->engine, &j->attempt);
     if (m)
-        m->watch_after_ms = engine_mono_ms() + (ea->terms.probe_every_ms > WATCH_RETRY_MIN_MS
+        m->watch_after_ms = sp_mono_ms() + (ea->terms.probe_every_ms > WATCH_RETRY_MIN_MS
                                                     ? ea->terms.probe_every_ms
                                                     : WATCH_RETRY_MIN_MS);
     pthread_mutex_unlock(&j->engine->mu);
@@ -344,7 +345,7 @@ int engine_held_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
     engine_held_reap(e, false);
     char *cursor = NULL;
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     do {
         sp_held_page page;
         sp_store_rc rc = ledger_scan_held(e, cursor, ENGINE_PAGE, &page, err);

@@ -237,8 +237,6 @@ struct sp_engine {
 };
 
 /* engine.c */
-void engine_sleep_ms(uint64_t ms);
-uint64_t engine_mono_ms(void);
 /* How often sweeps, held attempts and timers are looked at:
  * min(poll, lease / 4). */
 uint64_t engine_sweep_every_ms(const sp_engine *e);

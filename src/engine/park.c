@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "base/clock.h"
 #include "engine/internal.h"
 #include "engine/ledger.h"
 #include "engine/stateview.h"
@@ -127,7 +128,7 @@ typedef enum look_result { LOOK_ON, LOOK_PARKED, LOOK_ERROR } look_result;
 /* Progress wants a look now; *at is when it last had one. */
 static bool progress_due(sp_progress_fn progress, uint64_t *at)
 {
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     if (!progress || (*at && now - *at < PROGRESS_EVERY_MS))
         return false;
     *at = now;
@@ -164,7 +165,7 @@ static look_result look(sp_engine *e, const sp_run_key *key, sp_park *park,
         return LOOK_ERROR;
     }
     if (progress)
-        progress(progress_ctx, &view, engine_mono_ms() - started);
+        progress(progress_ctx, &view, sp_mono_ms() - started);
     bool done = !engine_run_in_flight(e, key) && parked(e, &view, park);
     sp_run_view_free(&view);
     return done ? LOOK_PARKED : LOOK_ON;
@@ -173,7 +174,7 @@ static look_result look(sp_engine *e, const sp_run_key *key, sp_park *park,
 int sp_engine_run_until_parked(sp_engine *e, const sp_run_key *key, sp_park *park,
                                sp_progress_fn progress, void *progress_ctx, sp_error *err)
 {
-    uint64_t started = engine_mono_ms(), left_ms = 0, progress_at = 0;
+    uint64_t started = sp_mono_ms(), left_ms = 0, progress_at = 0;
     unsigned failed_passes = 0;
     engine_scan_wanted(e); /* the first pass looks at the run whatever passes before did */
     for (;;) {

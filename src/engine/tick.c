@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/failpoint.h"
 #include "base/strlist.h"
 #include "engine/internal.h"
@@ -109,7 +110,7 @@ uint64_t engine_sweep_every_ms(const sp_engine *e)
 /* Leases, deadlines, dead owners, held attempts: on their own timer. */
 static int sweep_when_due(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     if (now < e->next_sweep_ms)
         return 0;
     if (engine_sweep(e, stats, err) || engine_held_tick(e, stats, err))
@@ -125,7 +126,7 @@ void engine_scan_wanted(sp_engine *e) { e->scan_wanted = true; }
  * invocations (see internal.h): wanted, woken by the store, or due. */
 static bool scans_due(sp_engine *e)
 {
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     pthread_mutex_lock(&e->mu);
     bool woken = e->store_woken;
     e->store_woken = false;
@@ -302,7 +303,7 @@ static bool wanted(const sp_engine *e) { return e->settled > 0 || e->wake; }
  * (fast takeover, engine.md §11). */
 static bool lock_freed(sp_engine *e)
 {
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     if (!e->listening || now < e->next_locks_ms)
         return false;
     e->next_locks_ms = now + (e->cfg.poll_ms ? e->cfg.poll_ms : 1);
@@ -376,8 +377,8 @@ static void settle_only(sp_engine *e)
 /* Wait up to `ms` for in-flight attempts to end, reporting what settles. */
 static void drain(sp_engine *e, uint64_t ms)
 {
-    uint64_t start = engine_mono_ms();
-    while (in_flight(e) > 0 && engine_mono_ms() - start < ms) {
+    uint64_t start = sp_mono_ms();
+    while (in_flight(e) > 0 && sp_mono_ms() - start < ms) {
         settle_only(e);
         if (in_flight(e) > 0)
             engine_wait(e, 20);
@@ -420,7 +421,7 @@ static void wake_from_store(void *ctx, unsigned what)
  * the next sweep or timer is due - at most idle_ms. */
 static uint64_t serve_wait_ms(const sp_engine *e)
 {
-    uint64_t now = engine_mono_ms(), wait = idle_ms(e);
+    uint64_t now = sp_mono_ms(), wait = idle_ms(e);
     const uint64_t due[] = {e->next_sweep_ms, e->next_timers_ms};
     for (size_t i = 0; i < 2; i++)
         if (due[i] > now && due[i] - now < wait)
@@ -430,7 +431,7 @@ static uint64_t serve_wait_ms(const sp_engine *e)
 
 int sp_engine_serve(sp_engine *e, sp_error *err)
 {
-    uint64_t begun = engine_mono_ms(), turns = 0, claimed = 0;
+    uint64_t begun = sp_mono_ms(), turns = 0, claimed = 0;
     unsigned failed_ticks = 0;
     e->listener = ledger_listen(e, wake_from_store, e);
     e->listening = e->listener != NULL;
@@ -448,7 +449,7 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
         claimed += stats.claimed;
         if (e->cfg.serve_progress)
             e->cfg.serve_progress(e->cfg.serve_progress_ctx, in_flight(e), turns, claimed,
-                                  engine_mono_ms() - begun);
+                                  sp_mono_ms() - begun);
         uint64_t backoff = engine_fault_pass(e, stats.store_unavailable, &failed_ticks, err);
         if (backoff || !sp_tick_again(&stats))
             engine_wait(e, backoff ? backoff : serve_wait_ms(e));

@@ -12,6 +12,7 @@
  * Must never fire a timer before the store says it is due, or fail a pass
  * because another worker fired or a decision cancelled a timer first.
  */
+#include "base/clock.h"
 #include "engine/internal.h"
 #include "engine/ledger.h"
 
@@ -33,7 +34,7 @@ static void look_again_when_due(sp_engine *e, uint64_t mono_now)
 
 int engine_fire_timers(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
-    uint64_t now = engine_mono_ms();
+    uint64_t now = sp_mono_ms();
     pthread_mutex_lock(&e->mu);
     bool changed = e->timers_changed;
     e->timers_changed = false;

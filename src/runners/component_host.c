@@ -18,6 +18,7 @@
 
 #include "agent/redact.h"
 #include "base/base64.h"
+#include "base/clock.h"
 #include "base/failpoint.h"
 #include "base/utf8.h"
 #include "json/json.h"

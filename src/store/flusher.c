@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/failpoint.h"
 #include "store/flusher.h"
 
@@ -64,25 +65,18 @@ static void set_failed(sp_flusher *f, const char *why)
  * close; what it holds is committed, only not proved durable). */
 #define AGAIN_AT_STOP_MS 10000
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* A flush nobody waits for yet waits this long for more commits to answer
- * (unless SP_FLUSH_EAGER tickets are unflushed): a sequential run of inline
+ * (unless FLUSH_EAGER tickets are unflushed): a sequential run of inline
  * steps then costs one flush for several steps, not one a step. Anything
  * that must not leave the process before its flush waits for it, and a
  * waiter is flushed for at once. */
 #define FLUSH_GATHER_MS 2
-#define SP_FLUSH_EAGER (SP_UNFLUSHED_MAX / 4)
+#define FLUSH_EAGER (SP_UNFLUSHED_MAX / 4)
 
 /* Under f->mu: whether the flush should begin now. */
 static bool flush_now(const sp_flusher *f, uint64_t now)
 {
-    return f->stop || f->waiters || f->committed - f->flushed >= SP_FLUSH_EAGER ||
+    return f->stop || f->waiters || f->committed - f->flushed >= FLUSH_EAGER ||
            now - f->oldest_ms >= FLUSH_GATHER_MS;
 }
 
@@ -103,7 +97,7 @@ static void *flush_loop(void *arg)
             pthread_cond_wait(&f->work, &f->mu);
         if (f->failed || f->flushed == f->committed) /* stopping with nothing left */
             break;
-        if (!flush_now(f, mono_ms())) {
+        if (!flush_now(f, sp_mono_ms())) {
             f->gathering = true;
             wait_until(f, f->oldest_ms + FLUSH_GATHER_MS + 1);
             f->gathering = false;
@@ -117,13 +111,13 @@ static void *flush_loop(void *arg)
         sp_failpoint("store.flush.after-sync"); /* durable, nothing told yet */
         pthread_mutex_lock(&f->mu);
         if (r == SP_FLUSH_AGAIN && f->stop && !again_since)
-            again_since = mono_ms();
-        if (r == SP_FLUSH_AGAIN && again_since && mono_ms() - again_since >= AGAIN_AT_STOP_MS)
+            again_since = sp_mono_ms();
+        if (r == SP_FLUSH_AGAIN && again_since && sp_mono_ms() - again_since >= AGAIN_AT_STOP_MS)
             set_failed(f, "the store closed before its last commits could be flushed");
         if (r == SP_FLUSH_FAILED)
             set_failed(f, why);
         else if (r == SP_FLUSH_DONE && target > f->flushed)
-            f->flushed = target, f->oldest_ms = mono_ms(); /* the rest came during the flush */
+            f->flushed = target, f->oldest_ms = sp_mono_ms(); /* the rest came during the flush */
         f->flushes += r == SP_FLUSH_DONE;
         pthread_cond_broadcast(&f->done);
     }
@@ -184,11 +178,11 @@ uint64_t sp_flusher_committed(sp_flusher *f)
 {
     pthread_mutex_lock(&f->mu);
     if (f->committed == f->flushed)
-        f->oldest_ms = mono_ms();
+        f->oldest_ms = sp_mono_ms();
     uint64_t ticket = ++f->committed;
-    /* a thread gathering wakes on its own timer; past SP_FLUSH_EAGER it
+    /* a thread gathering wakes on its own timer; past FLUSH_EAGER it
      * flushes at once (a wake-up per commit cost two context switches) */
-    if (!f->gathering || f->committed - f->flushed >= SP_FLUSH_EAGER)
+    if (!f->gathering || f->committed - f->flushed >= FLUSH_EAGER)
         pthread_cond_signal(&f->work);
     while (!f->failed && f->committed - f->flushed > SP_UNFLUSHED_MAX)
         pthread_cond_wait(&f->done, &f->mu);

@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "wasm/protocol.h"
 
 const char *sp_jail_end_name(sp_jail_end e)

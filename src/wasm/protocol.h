@@ -68,8 +68,6 @@ typedef struct sp_frame_reader {
 int sp_frame_feed(sp_frame_reader *r, int fd, uint8_t *type, char **payload, size_t *len);
 void sp_frame_reader_free(sp_frame_reader *r);
 
-uint64_t sp_mono_ms(void);
-
 void sp_put_u32(unsigned char *p, uint32_t v);
 uint32_t sp_get_u32(const unsigned char *p);
 

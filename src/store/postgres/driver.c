@@ -36,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "store/postgres/postgres.h"
 
 /* Type OIDs (catalog/pg_type_d.h, stable across versions). */
@@ -430,8 +431,6 @@ static bool pending_result(pg_conn *c, int64_t expect, sp_store_rc *rcp, sp_erro
     return true;
 }
 
-static uint64_t mono_ms(void);
-
 /* Sync the pipeline: the pending writes' answers in order, then the
  * answers of the `nlast` statements sent after them (last[i]: the caller's
  * to clear; NULL when there is none). One round trip. */
@@ -466,7 +465,7 @@ static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, size_t nlast, sp_e
     if (PQexitPipelineMode(c->db) != 1 && rc == SP_STORE_OK)
         rc = sp_pg_fail(c, NULL, "pipeline", err);
     if (answered)
-        c->answered_ms = mono_ms();
+        c->answered_ms = sp_mono_ms();
     return rc;
 }
 
@@ -542,7 +541,7 @@ static sp_store_rc execute(pg_conn *c, const pg_stmt *st, const bound *b, size_t
     atomic_fetch_add_explicit(&c->round_trips, 1, memory_order_relaxed);
     *res = PQexecPrepared(c->db, st->name, (int)n, b->values, b->lengths, b->formats, 1);
     if (*res && PQstatus(c->db) == CONNECTION_OK)
-        c->answered_ms = mono_ms();
+        c->answered_ms = sp_mono_ms();
     return SP_STORE_OK;
 }
 
@@ -728,19 +727,12 @@ static const char *begin_sql(sp_db_tx mode)
  * while idle is re-established before anything happened. */
 #define BEGIN_PIPELINED_MS 2000u
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* BEGIN into the pipeline, answered with the next sync (a failure there -
  * the connection went - is that statement's answer; the next begin
  * reconnects). */
 static bool begin_pipelined(pg_conn *c, const char *sql)
 {
-    if (!c->answered_ms || mono_ms() - c->answered_ms > BEGIN_PIPELINED_MS ||
+    if (!c->answered_ms || sp_mono_ms() - c->answered_ms > BEGIN_PIPELINED_MS ||
         c->npending == sizeof c->pending / sizeof c->pending[0])
         return false;
     if (PQpipelineStatus(c->db) == PQ_PIPELINE_OFF && PQenterPipelineMode(c->db) != 1)
@@ -933,7 +925,7 @@ static uint64_t pg_now(void *conn)
     pg_conn *c = conn;
     if (c->has_clock)
         return c->clock.now_ms(c->clock.ctx);
-    uint64_t at = mono_ms();
+    uint64_t at = sp_mono_ms();
     /* read before its answer travelled here: carried forward, never ahead */
     if (c->clock_read_at && at - c->clock_read_at < CLOCK_CARRIED_MS)
         return c->clock_read + (at - c->clock_read_at);
@@ -947,7 +939,7 @@ static uint64_t pg_now(void *conn)
         rows.nrows == 1 && sp_db_cell(&rows, 0, 0)->type == SP_DB_INT)
         now = (uint64_t)sp_db_cell(&rows, 0, 0)->i;
     if (now)
-        c->clock_read = now, c->clock_read_at = mono_ms();
+        c->clock_read = now, c->clock_read_at = sp_mono_ms();
     sp_db_rows_free(&rows);
     sp_error_clear(&err);
     return now;

@@ -31,8 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "store/postgres/postgres.h"
 
 typedef struct pg_flush {
@@ -75,12 +75,6 @@ static void lost(char *why, size_t cap, uint64_t durable, uint64_t want)
              (unsigned long long)durable, (unsigned long long)want);
 }
 
-static void pause_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* The flusher's connection, connected when needed; NULL for now. */
 static PGconn *flush_connection(pg_flush *x)
 {
@@ -103,14 +97,14 @@ static sp_flush_result pg_flush_fn(void *ctx, char *why, size_t cap)
     uint64_t want = x->mark, generation = x->generation;
     pthread_mutex_unlock(&x->mu);
     if (atomic_load(&x->main->generation) != generation) {
-        pause_ms(10); /* the committing connection proves these itself (resolve) */
+        sp_sleep_ms(10); /* the committing connection proves these itself (resolve) */
         return SP_FLUSH_AGAIN;
     }
     PGconn *db = flush_connection(x);
     uint64_t durable = 0;
     int rc = db ? flush_and_read(db, x->main->session, &durable, why, cap) : 1;
     if (rc > 0) { /* no connection: nothing is known, try again shortly */
-        pause_ms(50);
+        sp_sleep_ms(50);
         return SP_FLUSH_AGAIN;
     }
     if (rc < 0)
