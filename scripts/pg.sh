@@ -56,13 +56,12 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # free), yet a bind fails, and a server given several addresses starts on the
 # others without 127.0.0.1 (PostgreSQL only warns).
 random_port() {
-  local low
+  local low r=$((RANDOM * 32768 + RANDOM))
   low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-  [ "$low" -gt 12000 ] 2>/dev/null || low=61000 # no room below it: above it then
-  if [ "$low" -eq 61000 ]; then
-    echo $((61000 + (RANDOM * 32768 + RANDOM) % 4000))
-  else
-    echo $((10000 + (RANDOM * 32768 + RANDOM) % (low - 10000)))
+  if [ "$low" -gt 12000 ] 2>/dev/null; then
+    echo $((10000 + r % (low - 10000)))
+  else # no room below the range: above its usual top then
+    echo $((61000 + r % 4000))
   fi
 }
 

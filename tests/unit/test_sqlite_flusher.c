@@ -10,7 +10,12 @@
  *   - stopping syncs what is still unflushed first;
  *   - a failed sync is final: the wait answers corrupt/store.io with the
  *     reason and the remedy, so does every later check, and a later commit
- *     no longer waits for a bound no sync will ever lower.
+ *     no longer waits for a bound no sync will ever lower;
+ *   - a sync that keeps answering "again" (EINTR here, an unreachable
+ *     server for PostgreSQL's flush) is tried again, and stopping gives up
+ *     on it after a bound (flusher.c: AGAIN_AT_STOP_MS) instead of holding
+ *     the process forever; without the bound this test never ends and
+ *     CTest's timeout fails it.
  *
  * What it must never do: assert on time. The one wait in it looks for a
  * thread that must stay blocked; a flusher without the bound lets it through
@@ -18,6 +23,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +179,31 @@ static void failure_is_final(const char *path)
     sp_flusher_stop(f);
 }
 
+/* A sync that never gets through: every call is interrupted. */
+static atomic_int INTERRUPTED_CALLS;
+
+static int interrupted_sync(int fd)
+{
+    (void)fd;
+    atomic_fetch_add(&INTERRUPTED_CALLS, 1);
+    usleep(1000);
+    errno = EINTR;
+    return -1;
+}
+
+static void again_at_stop(const char *path)
+{
+    sp_error err = {0};
+    sp_flusher *f = sq_flusher_start(path, interrupted_sync, &err);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    sp_flusher_committed(f);
+    sp_flusher_stop(f); /* returns: it gave up on the ticket it could not flush */
+    CHECK(atomic_load(&INTERRUPTED_CALLS) > 1); /* "again" was tried again */
+    sp_error_clear(&err);
+}
+
 int main(void)
 {
     char path[] = "/tmp/spore-test-flusher-XXXXXX";
@@ -183,6 +214,7 @@ int main(void)
     close(fd);
     grouping_and_bound(path);
     failure_is_final(path);
+    again_at_stop(path);
     unlink(path);
     return check_done("test_sqlite_flusher");
 }
