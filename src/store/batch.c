@@ -114,7 +114,7 @@ static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
     sp_store_rc rc = driver_commit(s, ticket, err);
     s->batch.mispredicted |= rc != SP_STORE_OK && sp_store_prediction_missed(err);
     if (rc != SP_STORE_OK && unanswered)
-        lg_deferred_writes_failed(s, rc);
+        lg_batch_request_failed(s, rc);
     batch_end(s, rc == SP_STORE_OK);
     if (rc == SP_STORE_OK)
         names_fire(&after);

@@ -97,10 +97,11 @@ sp_store_rc lg_begin(sp_store *s, bool write, sp_error *err);
 sp_store_rc lg_begin_scan(sp_store *s, sp_error *err);
 void lg_rollback(sp_store *s);
 sp_store_rc lg_commit(sp_store *s, sp_error *err);
-/* Deferred writes of a request that had returned failed with `rc` (batch.c,
- * tx.c): after a failure that is not transient, the next batches on this
- * handle answer each request's writes before the next request runs. */
-void lg_deferred_writes_failed(sp_store *s, sp_store_rc rc);
+/* A request of the batch failed with `rc` where it could not fail alone
+ * (after it wrote without a savepoint, or in deferred writes answered after
+ * it returned: batch.c, tx.c): after a failure that is not transient, the
+ * next batches on this handle keep each request in its own savepoint. */
+void lg_batch_request_failed(sp_store *s, sp_store_rc rc);
 /* OK, or - the batch failed when deferred writes were answered (tx.c) -
  * unavailable/store.busy naming the failure: no request of it runs any
  * more, and it does not commit. */

@@ -6,14 +6,16 @@
  * that every driver error keeps its kind and stable code.
  *
  * Inside a batch (batch.c) held by the calling thread, a request's write
- * transaction is a savepoint of the batch's (begun by the first write; the
- * first write request needs none) and
- * a read after that runs in the batch's transaction, so a request keeps all
- * its semantics but not its own flush. Where the driver defers writes
- * (PostgreSQL's pipeline), a request's trailing writes are answered by the
- * batch's next exchange, and a request after the first has no savepoint
- * (no subtransaction): its failure after it wrote fails the whole batch,
- * which the caller makes again with each request in its own savepoint.
+ * transaction is the batch's (begun by the first write), and a read after
+ * that runs in the batch's transaction, so a request keeps all its
+ * semantics but not its own flush. A request has no savepoint of its own
+ * (SP_DB_REQUEST_UNGUARDED: no sub-journal copy of every page it changes on
+ * SQLite, no subtransaction on PostgreSQL): its failure before it wrote
+ * leaves nothing, and its failure after it wrote fails the whole batch,
+ * which the caller makes again - and the next batches, each request in its
+ * own savepoint (SP_DB_REQUEST_SAVEPOINT), so that the failing request then
+ * fails alone. Where the driver defers writes (PostgreSQL's pipeline), a
+ * request's trailing writes are answered by the batch's next exchange.
  * Counts statements and durable commits for sp_store_counters.
  *
  * What it must never do: interpret rows, retry, or leave a transaction open
@@ -100,16 +102,10 @@ static bool batch_request(sp_store *s, sp_db_tx mode)
     return lg_in_batch(s) && (s->batch.open || mode == SP_DB_WRITE);
 }
 
-/* After deferred writes failed for good, this many batches answer each
- * request's writes at its own RELEASE (answered_each). */
+/* After a request failed for good inside a batch it could not leave alone,
+ * this many batches keep each request in its own savepoint (answered_each;
+ * on PostgreSQL its deferred writes answered at its RELEASE). */
 #define ANSWERED_BATCHES_AFTER_FAILURE 64
-
-/* The batch answers each request's deferred writes before the next request
- * runs (a RELEASE that waits), so that a failing request fails alone. */
-static bool answered_each(const sp_store *s)
-{
-    return s->batch.answered_each || !s->driver->write;
-}
 
 /* A write request that the batch's transaction holds nothing before needs
  * no savepoint of its own: its failure rolls the whole transaction back. A
@@ -125,7 +121,7 @@ static sp_db_request request_kind(const sp_store *s)
 {
     if (first_write_request(s))
         return SP_DB_REQUEST_BARE;
-    return answered_each(s) ? SP_DB_REQUEST_SAVEPOINT : SP_DB_REQUEST_UNGUARDED;
+    return s->batch.answered_each ? SP_DB_REQUEST_SAVEPOINT : SP_DB_REQUEST_UNGUARDED;
 }
 
 /* What the open request of the batch did: a write, or a failed statement
@@ -139,12 +135,11 @@ static void request_did(sp_store *s, bool wrote, sp_store_rc rc)
         s->batch.request_rc = rc;
 }
 
-/* A request's deferred writes failed with `rc`, after it had returned: a
- * failure that is not the connection's or the server's will come again
- * when the batch is made again, and would fail it every time; the next
- * batches answer each request's writes on their own, so the failing
- * request fails alone (tx.c, batch.c). */
-void lg_deferred_writes_failed(sp_store *s, sp_store_rc rc)
+/* A request failed with `rc` where it could not fail alone: a failure that
+ * is not the connection's or the server's will come again when the batch is
+ * made again, and would fail it every time; the next batches keep each
+ * request in its own savepoint, so the failing request fails alone. */
+void lg_batch_request_failed(sp_store *s, sp_store_rc rc)
 {
     if (!sp_store_rc_transient(rc))
         s->answered_batches = ANSWERED_BATCHES_AFTER_FAILURE;
@@ -188,7 +183,7 @@ sp_store_rc lg_batch_fail(sp_store *s, sp_store_rc rc, sp_error *err)
     s->batch.missed = sp_store_prediction_missed(err);
     s->batch.mispredicted |= s->batch.missed;
     snprintf(s->batch.failure, sizeof s->batch.failure, "%s", err->message);
-    lg_deferred_writes_failed(s, rc);
+    lg_batch_request_failed(s, rc);
     sp_error_clear(err);
     return lg_batch_usable(s, err);
 }
