@@ -10,8 +10,9 @@
  *   Q04 a newer schema is refused; a directory is store.io, a non-database
  *       file store.corrupt, a foreign database schema.unknown, an empty file
  *       is initialized, a held write lock is unavailable/store.busy, the WAL
- *       is checkpointed at 4000 pages, and a checkpoint a reader stopped
- *       short is tried again 1000 pages later, not after every commit.
+ *       is checkpointed at 4000 pages and starts over while the
+ *       checkpointer copies it, and a checkpoint a reader stopped short is
+ *       tried again 1000 pages later, not after every commit.
  *
  * Usage: test_store_sqlite <store_crash_child> [suite|cross|reopen|crash|errors]
  */
@@ -237,6 +238,30 @@ static void q04_checkpoint(void)
     wal_close(&f);
 }
 
+/* The checkpointer (src/store/sqlite/checkpointer.c) copies the bulk of
+ * each checkpoint while the writer commits, and the writer's hook copies
+ * the rest itself: only that lets the WAL start over. Signals are appended
+ * for three times the pages of a whole WAL: had no checkpoint reached the
+ * WAL's end, the -wal file would hold 12,000 pages or more (the writer
+ * checkpoints alone only past 16,000); it holds fewer than 8,000, so the
+ * WAL started over, and the database file holds what was copied. */
+static void q04_checkpoint_rounds(void)
+{
+    wal_fixture f;
+    if (!wal_open(&f, "run_rounds"))
+        return;
+    const long before = file_size(f.db);
+    int n = 0;
+    for (; n < 4000 && file_size(f.wal) < 4000L * WAL_FRAME; n++)
+        wal_signal(&f, n);
+    CHECK(file_size(f.wal) >= 4000L * WAL_FRAME);
+    for (int more = 3 * n; n < more; n++)
+        wal_signal(&f, n);
+    CHECK(file_size(f.wal) < 8000L * WAL_FRAME);
+    CHECK(file_size(f.db) > before);
+    wal_close(&f);
+}
+
 /* The whole database file, to see whether a commit's checkpoint wrote it. */
 static char *file_bytes(const char *path, long *len)
 {
@@ -338,6 +363,7 @@ static void q04_errors(void)
     q04_files();
     q04_busy();
     q04_checkpoint();
+    q04_checkpoint_rounds();
     q04_checkpoint_reader();
     q04_cache();
     printf("sqlite Q04 schema and error mapping: %s\n", check_failures == before ? "ok" : "FAILED");

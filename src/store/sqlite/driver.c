@@ -41,6 +41,8 @@ typedef struct sq_conn {
     int checkpoint_at;      /* WAL pages at which a commit next checkpoints */
     sqlite3_file *wal;      /* the -wal file while a deferred commit runs, else NULL */
     bool no_flusher;        /* the flusher could not start: every commit flushes itself */
+    sq_checkpointer *checkpointer; /* started by the first checkpoint, NULL before */
+    bool no_checkpointer;          /* ... it could not start: the hook checkpoints itself */
     /* started by the first deferred commit; read by other threads' counters */
     _Atomic(sp_flusher *) flusher;
 } sq_conn;
@@ -426,6 +428,7 @@ static void sq_close(void *conn)
     if (!c)
         return;
     sp_flusher_stop(atomic_load(&c->flusher)); /* committed is on disk before the close */
+    sq_checkpointer_stop(c->checkpointer);
     sp_db_cache_clear(&c->statements);
     sqlite3_close_v2(c->db);
     pthread_mutex_destroy(&c->mu);
@@ -480,6 +483,34 @@ static sp_store_rc wal(sqlite3 *db, sp_error *err)
     return rc == SQLITE_OK ? SP_STORE_OK : sp_sqlite_map(db, rc, "journal_mode", err);
 }
 
+/* The checkpointer, started on first use; NULL when it cannot be (not tried
+ * again). */
+static sq_checkpointer *checkpointer_of(sq_conn *c)
+{
+    if (!c->checkpointer && !c->no_checkpointer) {
+        c->checkpointer = sq_checkpointer_start(sqlite3_db_filename(c->db, "main"));
+        c->no_checkpointer = c->checkpointer == NULL;
+    }
+    return c->checkpointer;
+}
+
+/* A WAL this many times the mark is checkpointed by the writer, whatever
+ * the checkpointer does: the WAL's bound when it cannot keep up. */
+#define CHECKPOINT_WRITER_FACTOR 4
+
+/* The checkpoint the WAL needs is the checkpointer's (asked now, or still
+ * running): the writer leaves it. Once a pass ended, the writer's own
+ * checkpoint copies what was appended since (few pages) and can reach the
+ * WAL's end, which a background pass rarely does while the writer appends;
+ * reaching it is what lets the next write start the WAL over. */
+static bool handed_over(sq_conn *c, int pages)
+{
+    if (pages >= SP_SQLITE_CHECKPOINT_PAGES * CHECKPOINT_WRITER_FACTOR)
+        return false;
+    sq_checkpointer *k = checkpointer_of(c);
+    return k && sq_checkpointer_turn(k) == SQ_CHECKPOINT_BACKGROUND;
+}
+
 /* The connection's WAL hook, in place of SQLite's automatic checkpoint
  * (the hook SQLite installs otherwise): after a commit that left the WAL at
  * SP_SQLITE_CHECKPOINT_PAGES or more, copy it back (PASSIVE: never waits for
@@ -488,17 +519,22 @@ static sp_store_rc wal(sqlite3 *db, sp_error *err)
  * start over; SQLite's own hook then checkpointed after every commit, and
  * each time wrote the pages that commit changed into the database file again
  * (two workers on one file wrote 2.4 times the database pages of one). Here
- * the next try waits for SP_SQLITE_CHECKPOINT_RETRY_PAGES more pages. Runs
- * after the commit is durable and its lock released; its failure changes
- * nothing committed, so it is not reported (a later commit tries again). */
+ * the next try waits for SP_SQLITE_CHECKPOINT_RETRY_PAGES more pages. The
+ * bulk of each checkpoint is the checkpointer's (handed_over); the hook's
+ * own is the short rest. Runs after the commit is written and its lock
+ * released; its failure changes nothing committed, so it is not reported (a
+ * later commit tries again). */
 static int checkpoint_hook(void *ctx, sqlite3 *db, const char *schema, int pages)
 {
     sq_conn *c = ctx;
     if (c->wal) /* inside a deferred commit: a checkpoint's syncs are never deferred */
         sp_sqlite_vfs_defer_sync(c->wal, false);
-    if (pages < SP_SQLITE_CHECKPOINT_PAGES)
-        c->checkpoint_at = SP_SQLITE_CHECKPOINT_PAGES; /* the WAL started over */
-    if (pages < c->checkpoint_at)
+    if (pages < SP_SQLITE_CHECKPOINT_PAGES) { /* the WAL started over */
+        c->checkpoint_at = SP_SQLITE_CHECKPOINT_PAGES;
+        if (c->checkpointer)
+            sq_checkpointer_forget(c->checkpointer);
+    }
+    if (pages < c->checkpoint_at || handed_over(c, pages))
         return SQLITE_OK;
     int in_wal = -1, copied = -1;
     int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &in_wal, &copied);

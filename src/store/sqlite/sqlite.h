@@ -18,8 +18,9 @@
 
 #define SP_SQLITE_BUSY_TIMEOUT_MS 5000
 
-/* The WAL is copied back into the database (a checkpoint, run by the
- * connection whose commit passed the mark; driver.c's checkpoint_hook) once
+/* The WAL is copied back into the database (a checkpoint, handed by the
+ * connection whose commit passed the mark to its checkpointer; driver.c's
+ * checkpoint_hook) once
  * it holds this many pages, not SQLite's default 1000: a sequential step
  * writes ~21 pages and 200 runs stepping at once ~18 per step, so at 1000 a
  * checkpoint came every ~50 steps and copied pages that the next steps
@@ -64,6 +65,26 @@ sp_store_rc sp_sqlite_schema_check(sqlite3 *db, bool *empty, sp_error *err);
  * of step logs); a no-op when present.
  * Only for a connection that may write. */
 sp_store_rc sp_sqlite_schema_add(sqlite3 *db, sp_error *err);
+
+/* The checkpointer (checkpointer.c): the bulk of each checkpoint on a thread
+ * and connection of its own. NULL when it cannot start (the writer's hook
+ * then checkpoints itself, as before). */
+typedef struct sq_checkpointer sq_checkpointer;
+sq_checkpointer *sq_checkpointer_start(const char *path);
+/* Whose turn the checkpoint the WAL needs is, asked by the writer's hook: a
+ * pass in the background was asked now or still runs (BACKGROUND), or one
+ * ended since the last ask and the writer checkpoints the rest (WRITER). */
+typedef enum sq_checkpoint_turn {
+    SQ_CHECKPOINT_BACKGROUND,
+    SQ_CHECKPOINT_WRITER,
+} sq_checkpoint_turn;
+sq_checkpoint_turn sq_checkpointer_turn(sq_checkpointer *k);
+/* The WAL started over: a pass that ended is no one's turn any more. */
+void sq_checkpointer_forget(sq_checkpointer *k);
+/* Passes made so far (tests). */
+unsigned long sq_checkpointer_passes(sq_checkpointer *k);
+/* Waits for a running pass, then ends the thread and closes its connection. */
+void sq_checkpointer_stop(sq_checkpointer *k);
 
 /* The store's VFS (vfs.c): the default one, with the -wal file's
  * consecutive writes handed to it as one write at its next sync, read,
