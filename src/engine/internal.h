@@ -134,13 +134,22 @@ typedef struct package_overflow {
     engine_package *pkg;
 } package_overflow;
 
-/* The decoded state of one run this engine drives (runstate.c). */
-#define RUNSTATE_MAX 256
+/* The decoded state of the runs this engine drives (runstate.c): at most
+ * RUNSTATE_MAX runs, found by a hash of their key. */
+#define RUNSTATE_MAX 1024
+#define RUNSTATE_BUCKETS 2048 /* a power of two */
 typedef struct runstate_entry {
-    sp_run_key key;
-    sp_kernel_state *state; /* NULL: a free entry */
+    sp_run_key key;         /* the run it was last given to */
+    sp_kernel_state *state; /* NULL: none kept (taken, or never) */
     uint64_t used;          /* LRU stamp */
+    int32_t next;           /* the next entry of its bucket, -1: none */
 } runstate_entry;
+typedef struct runstate_table {
+    runstate_entry entries[RUNSTATE_MAX];
+    int32_t buckets[RUNSTATE_BUCKETS]; /* the first entry of each, -1: none */
+    size_t used_entries;               /* entries [0, used_entries) have a key */
+    uint64_t clock;
+} runstate_table;
 
 /* A failing store, as this engine saw it (fault.c; guarded by mu). */
 typedef struct engine_fault {
@@ -203,8 +212,7 @@ struct sp_engine {
     size_t ndead, dead_cap;
 
     /* ---- the tick's own (tick.c, runstate.c) ---- */
-    runstate_entry runstate[RUNSTATE_MAX];
-    uint64_t runstate_clock;
+    runstate_table *runstate; /* allocated by the first state kept */
     uint64_t next_sweep_ms;  /* monotonic: when sweep and held tick run next */
     uint64_t next_timers_ms; /* monotonic: when due timers are looked for next */
     /* The scans of a pass - runs with a pending event (coordinate) and due
