@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # test_store_layout.sh - the SQLite store's table layout (docs/step-path.md,
-# "What a step writes"), through the real binary and real store files:
+# "Layout"), through the real binary and real store files:
 #
-# - a new store has layout 2: schema version 1 (PRAGMA user_version, as
-#   store.md says), meta 'layout' = '2', the per-run tables WITHOUT ROWID and
-#   partial indexes over only the rows a sweep or dispatch looks for (running
-#   attempts, pending invocations); runs on it complete with every step run
-#   once and every row where it belongs;
-# - a store created by an older spore (layout 1, tests/fixtures/store/
-#   layout1.sql: rowid tables, indexes over status) keeps working unchanged:
-#   a three-step run and an approval (signal, resume) complete on it, and
-#   the file is left at layout 1 (nothing rebuilt behind the user's back).
+# - a new store has layout 3: schema version 1 (PRAGMA user_version, as
+#   store.md says), meta 'layout' = '3', the tables a step inserts into by
+#   hashed keys as rowid tables (events, commands, invocations, attempts,
+#   receipts), transitions WITHOUT ROWID, and partial indexes over only the
+#   rows a sweep or dispatch looks for (running attempts, pending
+#   invocations); runs on it complete with every step run once and every row
+#   where it belongs;
+# - stores created by older spores (layout 1, tests/fixtures/store/
+#   layout1.sql: rowid tables, indexes over status; layout 2, layout2.sql:
+#   the per-run tables WITHOUT ROWID) keep working unchanged: a three-step
+#   run and an approval (signal, resume) complete on each, and each file is
+#   left at its layout (nothing rebuilt behind the user's back).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 
@@ -52,14 +55,18 @@ run_approval() {
   expect_json '.status == "completed"' "$what: approval completed after the signal"
 }
 
-# ---- a new store: layout 2 ----
+# ---- a new store: layout 3 ----
 run_three "new store"
 run_approval "new store"
 [ "$(sql 'PRAGMA user_version')" = 1 ] || fail "new store: user_version $(sql 'PRAGMA user_version'), want 1"
-[ "$(sql "SELECT value FROM meta WHERE key = 'layout'")" = 2 ] || fail "new store: meta layout is not 2"
-for t in events transitions commands invocations attempts receipts; do
-  [[ "$(table_sql "$t")" == *"WITHOUT ROWID"* ]] || fail "new store: table $t is not WITHOUT ROWID"
+[ "$(sql "SELECT value FROM meta WHERE key = 'layout'")" = 3 ] || fail "new store: meta layout is not 3"
+for t in events commands invocations attempts receipts; do
+  [[ "$(table_sql "$t")" != *"WITHOUT ROWID"* ]] || fail "new store: table $t is WITHOUT ROWID, want a rowid table"
 done
+[[ "$(table_sql transitions)" == *"WITHOUT ROWID"* ]] || fail "new store: transitions is not WITHOUT ROWID"
+# a step's rows go to the end of their tables: rowids in the order they came
+[ "$(sql "SELECT count(*) FROM attempts a JOIN attempts b ON b.rowid = a.rowid + 1
+          WHERE b.started_at_ms < a.started_at_ms")" = 0 ] || fail "new store: attempts out of rowid order"
 [[ "$(sql "SELECT sql FROM sqlite_master WHERE name = 'attempts_lease'")" == *"WHERE status = 'running'"* ]] ||
   fail "new store: attempts_lease is not limited to running attempts"
 [[ "$(sql "SELECT sql FROM sqlite_master WHERE name = 'invocations_due'")" == *"WHERE status = 'pending'"* ]] ||
@@ -69,6 +76,19 @@ done
 plan=$(sql "EXPLAIN QUERY PLAN SELECT attempt_id FROM attempts WHERE status = 'running' AND lease_until_ms <= 0
             ORDER BY lease_until_ms, attempt_id, tenant, run_id")
 [[ "$plan" == *"attempts_lease"* ]] || fail "new store: the lease sweep does not use attempts_lease: $plan"
+
+# ---- a store of layout 2 (an older spore's) ----
+db="$tmp/layout2.db"
+sqlite3 -batch "$db" <"$root/tests/fixtures/store/layout2.sql"
+chmod 600 "$db"
+run_three "layout-2 store"
+run_approval "layout-2 store"
+[ "$(sql 'PRAGMA user_version')" = 1 ] || fail "layout-2 store: user_version changed"
+[ "$(sql "SELECT value FROM meta WHERE key = 'layout'")" = 2 ] || fail "layout-2 store: its layout row changed"
+for t in events transitions commands invocations attempts receipts; do
+  [[ "$(table_sql "$t")" == *"WITHOUT ROWID"* ]] || fail "layout-2 store: table $t was rebuilt"
+done
+[ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "layout-2 store: integrity_check failed"
 
 # ---- a store of layout 1 (an older spore's) ----
 db="$tmp/layout1.db"

@@ -49,6 +49,18 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes user_version 1")
     " PRIMARY KEY (tenant, run_id, attempt_id),"                                                   \
     " FOREIGN KEY (tenant, run_id, attempt_id) REFERENCES attempts (tenant, run_id, attempt_id));"
 
+/* Layout 3 (meta 'layout'; schema version 1 still, the SQL is the same for
+ * every layout): the tables a step inserts into with keys that are hashes
+ * (events, commands, invocations, attempts, receipts - their IDs come from
+ * the kernel and are random within a run) are rowid tables, so each new row
+ * goes to the end of its table and a step's rows of one table share a page
+ * (all the runs' rows of a batch too), while the small entries of their key
+ * indexes take the random inserts. As WITHOUT ROWID tables (layout 2) their
+ * wide rows (a receipt ~640 bytes, 3-6 rows a page) went into the middle of
+ * the run's pages and split them: 27 WAL pages a sequential step against
+ * 23 now, and 200 x 10 took 12 % more CPU (docs/step-path.md, "Layout").
+ * transitions and timers keep WITHOUT ROWID: their keys grow in order. A
+ * store of layout 1 or 2 keeps its layout (tests/cli/test_store_layout.sh). */
 static const char DDL[] =
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE packages (digest TEXT PRIMARY KEY, body TEXT NOT NULL);"
@@ -71,7 +83,7 @@ static const char DDL[] =
     " event_id TEXT NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL,"
     " body_digest TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, consumed_revision INTEGER,"
     " PRIMARY KEY (tenant, run_id, sequence), UNIQUE (tenant, run_id, event_id),"
-    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id)) WITHOUT ROWID;"
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
     "CREATE TABLE transitions ("
     " tenant TEXT NOT NULL, run_id TEXT NOT NULL, revision INTEGER NOT NULL,"
     " consumed_sequence INTEGER NOT NULL, decision_digest TEXT NOT NULL,"
@@ -84,8 +96,7 @@ static const char DDL[] =
     " revision INTEGER NOT NULL, ordinal INTEGER NOT NULL, activation_id TEXT NOT NULL,"
     " kind TEXT NOT NULL, payload TEXT NOT NULL,"
     " PRIMARY KEY (tenant, run_id, command_id),"
-    " FOREIGN KEY (tenant, run_id, revision) REFERENCES transitions (tenant, run_id, revision))"
-    " WITHOUT ROWID;"
+    " FOREIGN KEY (tenant, run_id, revision) REFERENCES transitions (tenant, run_id, revision));"
     "CREATE TABLE invocations ("
     " tenant TEXT NOT NULL, run_id TEXT NOT NULL, invocation_id TEXT NOT NULL,"
     " node_id TEXT NOT NULL, action_id TEXT NOT NULL, effect_key TEXT NOT NULL,"
@@ -94,7 +105,7 @@ static const char DDL[] =
     " CHECK (status = 'pending' OR status = 'running' OR status = 'settled'),"
     " attempt_number INTEGER NOT NULL, not_before_ms INTEGER NOT NULL,"
     " PRIMARY KEY (tenant, run_id, invocation_id),"
-    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id)) WITHOUT ROWID;"
+    " FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id));"
     "CREATE INDEX invocations_due ON invocations (not_before_ms, invocation_id, tenant, run_id)"
     " WHERE status = 'pending';"
     "CREATE TABLE attempts ("
@@ -109,7 +120,7 @@ static const char DDL[] =
     " PRIMARY KEY (tenant, run_id, attempt_id),"
     " UNIQUE (tenant, run_id, invocation_id, attempt_number), UNIQUE (tenant, run_id, fence),"
     " FOREIGN KEY (tenant, run_id, invocation_id)"
-    " REFERENCES invocations (tenant, run_id, invocation_id)) WITHOUT ROWID;"
+    " REFERENCES invocations (tenant, run_id, invocation_id));"
     "CREATE INDEX attempts_lease ON attempts (lease_until_ms, attempt_id, tenant, run_id)"
     " WHERE status = 'running';"
     "CREATE INDEX attempts_deadline ON attempts (deadline_ms, attempt_id, tenant, run_id)"
@@ -117,14 +128,14 @@ static const char DDL[] =
     "CREATE TABLE receipts ("
     " tenant TEXT NOT NULL, run_id TEXT NOT NULL, request_id TEXT NOT NULL,"
     " request_digest TEXT NOT NULL, operation TEXT NOT NULL, value TEXT NOT NULL,"
-    " PRIMARY KEY (tenant, run_id, request_id)) WITHOUT ROWID;"
+    " PRIMARY KEY (tenant, run_id, request_id));"
     "CREATE TABLE audit ("
     " audit_id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, run_id TEXT NOT NULL,"
     " attempt_id TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT,"
     " evidence_digest TEXT NOT NULL, evidence TEXT NOT NULL, at_ms INTEGER NOT NULL);"
     TIMERS_DDL
     LOGS_DDL
-    "INSERT INTO meta (key, value) VALUES ('layout', '2');"
+    "INSERT INTO meta (key, value) VALUES ('layout', '3');"
     "PRAGMA user_version = 1;";
 
 static sp_store_rc read_int(sqlite3 *db, const char *sql, long long *out, sp_error *err)
