@@ -174,7 +174,8 @@ static turn_result commit(sp_engine *e, const sp_turn *t, engine_decided *dc,
     sp_commit_turn_req req = {t->key, NULL, t->revision, t->event.event_id,
                               t->event.sequence, dc->decision_digest, d->snapshot,
                               d->snapshot_len, d->snapshot_digest, d->status, dc->cmds,
-                              d->ncommands, dc->diags, d->ndiagnostics};
+                              d->ncommands, dc->diags, d->ndiagnostics,
+                              .snapshot_digest_computed = true};
     sp_commit_turn_res res;
     sp_store_rc rc = ledger_commit_turn(e, &req, &res, err);
     if (rc == SP_STORE_OK) {

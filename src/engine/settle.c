@@ -96,7 +96,7 @@ static sp_decide_rc decide(void *ctx, const sp_turn *t, sp_decision *out)
     *out = (sp_decision){c->dc.decision_digest, d->snapshot,     d->snapshot_len,
                          d->snapshot_digest,    d->status,       c->dc.cmds,
                          d->ncommands,          c->dc.diags,     d->ndiagnostics,
-                         c->claim_ptr,          c->nclaim};
+                         c->claim_ptr,          c->nclaim,       true};
     return SP_DECIDE_COMMIT;
 }
 

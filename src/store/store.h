@@ -218,6 +218,11 @@ typedef struct sp_commit_turn_req {
     size_t ncommands;
     const sp_diagnostic_rec *diagnostics;
     size_t ndiagnostics;
+    /* The caller computed snapshot_digest from these very bytes (the
+     * engine's kernel does, in this process): the store does not compute it
+     * again (a 250-node run's snapshot is ~14 KiB). Otherwise the store
+     * checks it (snapshot.digest-mismatch). */
+    bool snapshot_digest_computed;
 } sp_commit_turn_req;
 
 typedef struct sp_commit_turn_res {
@@ -553,6 +558,7 @@ typedef struct sp_decision {
     size_t ndiagnostics;
     const char *const *claim; /* invocation IDs, at most SP_SETTLE_CLAIMS_MAX */
     size_t nclaim;
+    bool snapshot_digest_computed; /* as sp_commit_turn_req's */
 } sp_decision;
 
 #define SP_SETTLE_CLAIMS_MAX 1024

@@ -187,7 +187,8 @@ static bool build_request(fx_decision *out)
                                     out->commands,
                                     d->ncommands,
                                     out->diagnostics,
-                                    d->ndiagnostics};
+                                    d->ndiagnostics,
+                                    false};
     return true;
 }
 
@@ -337,7 +338,7 @@ static void decision_out(fx_decider *dc, sp_decision *d)
                        dc->bad_digest ? ZERO_DIGEST : r->snapshot_digest,
                        r->status,         dc->cmds,        n,
                        r->diagnostics,    r->ndiagnostics, dc->claim,
-                       dc->nclaim};
+                       dc->nclaim,        false};
 }
 
 static sp_decide_rc fx_decide_settle(void *ctx, const sp_turn *t, sp_decision *d)
