@@ -77,13 +77,19 @@ plan=$(sql "EXPLAIN QUERY PLAN SELECT attempt_id FROM attempts WHERE status = 'r
             ORDER BY lease_until_ms, attempt_id, tenant, run_id")
 [[ "$plan" == *"attempts_lease"* ]] || fail "new store: the lease sweep does not use attempts_lease: $plan"
 
+# old_store <n>: a store of layout n as an older spore created it
+# (tests/fixtures/store/layout<n>.sql), runs on it, its schema version kept.
+old_store() {
+  db="$tmp/layout$1.db"
+  sqlite3 -batch "$db" <"$root/tests/fixtures/store/layout$1.sql"
+  chmod 600 "$db"
+  run_three "layout-$1 store"
+  run_approval "layout-$1 store"
+  [ "$(sql 'PRAGMA user_version')" = 1 ] || fail "layout-$1 store: user_version changed"
+}
+
 # ---- a store of layout 2 (an older spore's) ----
-db="$tmp/layout2.db"
-sqlite3 -batch "$db" <"$root/tests/fixtures/store/layout2.sql"
-chmod 600 "$db"
-run_three "layout-2 store"
-run_approval "layout-2 store"
-[ "$(sql 'PRAGMA user_version')" = 1 ] || fail "layout-2 store: user_version changed"
+old_store 2
 [ "$(sql "SELECT value FROM meta WHERE key = 'layout'")" = 2 ] || fail "layout-2 store: its layout row changed"
 for t in events transitions commands invocations attempts receipts; do
   [[ "$(table_sql "$t")" == *"WITHOUT ROWID"* ]] || fail "layout-2 store: table $t was rebuilt"
@@ -91,12 +97,7 @@ done
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "layout-2 store: integrity_check failed"
 
 # ---- a store of layout 1 (an older spore's) ----
-db="$tmp/layout1.db"
-sqlite3 -batch "$db" <"$root/tests/fixtures/store/layout1.sql"
-chmod 600 "$db"
-run_three "layout-1 store"
-run_approval "layout-1 store"
-[ "$(sql 'PRAGMA user_version')" = 1 ] || fail "layout-1 store: user_version changed"
+old_store 1
 [ -z "$(sql "SELECT value FROM meta WHERE key = 'layout'")" ] || fail "layout-1 store: a layout row appeared"
 [[ "$(table_sql attempts)" != *"WITHOUT ROWID"* ]] || fail "layout-1 store: attempts was rebuilt"
 index_exists attempts_host || fail "layout-1 store: attempts_host was dropped"
