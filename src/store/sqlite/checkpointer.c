@@ -35,7 +35,6 @@ struct sq_checkpointer {
     sqlite3 *db; /* its own connection: used by its thread only */
     ckpt_state state;
     bool stop;
-    unsigned long passes;
 };
 
 static void *checkpoint_loop(void *arg)
@@ -53,9 +52,7 @@ static void *checkpoint_loop(void *arg)
          * WAL as it was: the writer's hook checkpoints it itself */
         sqlite3_wal_checkpoint_v2(k->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         pthread_mutex_lock(&k->mu);
-        k->passes++;
-        if (k->state == CKPT_RUNNING)
-            k->state = CKPT_DONE;
+        k->state = CKPT_DONE; /* nothing else moves a running pass */
     }
     pthread_mutex_unlock(&k->mu);
     return NULL;
@@ -122,14 +119,6 @@ void sq_checkpointer_forget(sq_checkpointer *k)
     if (k->state == CKPT_DONE)
         k->state = CKPT_IDLE;
     pthread_mutex_unlock(&k->mu);
-}
-
-unsigned long sq_checkpointer_passes(sq_checkpointer *k)
-{
-    pthread_mutex_lock(&k->mu);
-    unsigned long n = k->passes;
-    pthread_mutex_unlock(&k->mu);
-    return n;
 }
 
 void sq_checkpointer_stop(sq_checkpointer *k)

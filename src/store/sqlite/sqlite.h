@@ -81,8 +81,6 @@ typedef enum sq_checkpoint_turn {
 sq_checkpoint_turn sq_checkpointer_turn(sq_checkpointer *k);
 /* The WAL started over: a pass that ended is no one's turn any more. */
 void sq_checkpointer_forget(sq_checkpointer *k);
-/* Passes made so far (tests). */
-unsigned long sq_checkpointer_passes(sq_checkpointer *k);
 /* Waits for a running pass, then ends the thread and closes its connection. */
 void sq_checkpointer_stop(sq_checkpointer *k);
 
