@@ -235,6 +235,21 @@ int spore_call_stop_fd(const spore_call *call);
 int spore_start(spore_db *db, const char *workflow_json, const char *input_json,
                 const char *start_key, char **run_id, bool *created, spore_error *err);
 
+/* Start `n` runs (at most 1000) of one workflow, each as spore_start would,
+ * with one flush to disk for all of them where n spore_start calls cost n:
+ * inputs_json[i] (the array or an entry may be NULL: {}), start_keys[i]
+ * (the array or an entry may be NULL: a fresh key). run_ids[i] (the array
+ * may be NULL) receives each started run's ID, NULL for one that did not
+ * start (free each with spore_free); created[i] (may be NULL) whether it
+ * was created rather than found by its key; errors[i] (may be NULL; clear
+ * each with spore_error_clear) why one did not start, with spore_start's
+ * codes. Returns how many did not start (0: all did), or -1 with `err` when
+ * none was tried (`usage`: a NULL argument, n above 1000; the workflow's
+ * JSON refused). */
+int spore_start_many(spore_db *db, const char *workflow_json, size_t n,
+                     const char *const *inputs_json, const char *const *start_keys,
+                     char **run_ids, bool *created, spore_error *errors, spore_error *err);
+
 typedef enum spore_park {
     SPORE_PARK_COMPLETED = 0,    /* terminal success */
     SPORE_PARK_FAILED = 1,       /* terminal failure */

@@ -93,6 +93,87 @@ done:
     return rc ? api_error(err, &e) : 0;
 }
 
+/* Each input parsed (NULL where none was given); a malformed one is its
+ * run's error, and that run is left out (*ok false). */
+static json_t **parse_inputs(size_t n, const char *const *texts, bool *ok, spore_error *errors)
+{
+    json_t **inputs = calloc(n + 1, sizeof *inputs);
+    for (size_t i = 0; inputs && i < n; i++) {
+        sp_error e = {0};
+        ok[i] = parse_arg("the input", texts ? texts[i] : NULL, &inputs[i], &e) == 0;
+        if (!ok[i] && errors)
+            api_error(&errors[i], &e);
+        sp_error_clear(&e);
+    }
+    return inputs;
+}
+
+/* The engine's starts of the runs whose input parsed, and their answers
+ * copied out; how many did not start. */
+static int start_parsed(spore_db *db, const json_t *workflow, size_t n, json_t **inputs,
+                        const char *const *start_keys, const bool *ok, char **run_ids,
+                        bool *created, spore_error *errors, sp_error *e)
+{
+    size_t m = 0;
+    size_t *at = calloc(n + 1, sizeof *at);
+    const json_t **in = calloc(n + 1, sizeof *in);
+    const char **keys = calloc(n + 1, sizeof *keys);
+    sp_start_result *res = calloc(n + 1, sizeof *res);
+    sp_error *errs = calloc(n + 1, sizeof *errs);
+    int failed = -1;
+    if (at && in && keys && res && errs) {
+        for (size_t i = 0; i < n; i++)
+            if (ok[i])
+                at[m] = i, in[m] = inputs[i], keys[m] = start_keys ? start_keys[i] : NULL, m++;
+        failed = sp_engine_start_many(db->engine, workflow, NULL, m, in, keys, res, errs, e);
+    } else {
+        sp_oom(e);
+    }
+    for (size_t j = 0; failed >= 0 && j < m; j++) {
+        size_t i = at[j];
+        bool started = !errs[j].code[0];
+        if (started && run_ids && !(run_ids[i] = copy_string(res[j].key.run_id, &errs[j])))
+            started = false, failed++;
+        if (created)
+            created[i] = started && res[j].created;
+        if (!started && errors)
+            api_error(&errors[i], &errs[j]);
+    }
+    for (size_t j = 0; errs && j < n; j++)
+        sp_error_clear(&errs[j]);
+    free(at), free(in), free(keys), free(res), free(errs);
+    return failed < 0 ? -1 : failed + (int)(n - m);
+}
+
+int spore_start_many(spore_db *db, const char *workflow_json, size_t n,
+                     const char *const *inputs_json, const char *const *start_keys,
+                     char **run_ids, bool *created, spore_error *errors, spore_error *err)
+{
+    for (size_t i = 0; run_ids && i < n; i++)
+        run_ids[i] = NULL;
+    for (size_t i = 0; errors && i < n; i++)
+        spore_error_clear(&errors[i]);
+    if (api_need_db(db, err) || need_text("a workflow", workflow_json, err))
+        return -1;
+    if (n > SP_START_MANY_MAX)
+        return api_fail(err, "usage", "at most %d runs start in one call, not %zu",
+                        SP_START_MANY_MAX, n);
+    sp_error e = {0};
+    json_t *workflow = NULL;
+    if (parse_arg("the workflow", workflow_json, &workflow, &e))
+        return api_error(err, &e);
+    bool *ok = calloc(n + 1, sizeof *ok);
+    json_t **inputs = ok ? parse_inputs(n, inputs_json, ok, errors) : NULL;
+    int rc = inputs ? start_parsed(db, workflow, n, inputs, start_keys, ok, run_ids, created,
+                                   errors, &e)
+                    : sp_oom(&e);
+    for (size_t i = 0; inputs && i < n; i++)
+        json_decref(inputs[i]);
+    free(inputs), free(ok);
+    json_decref(workflow);
+    return rc < 0 ? api_error(err, &e) : rc;
+}
+
 static spore_park public_park(sp_park park)
 {
     switch (park) {

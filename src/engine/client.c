@@ -171,54 +171,138 @@ int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflo
     return sp_engine_start_artifact(e, workflow, workflow_dir, NULL, input, start_key, out, err);
 }
 
-int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *workflow_dir,
-                             const char *artifact_digest, const json_t *input,
-                             const char *start_key, sp_start_result *out, sp_error *err)
+/* One start on its way: its key (found or new), its validation. */
+typedef struct start_item {
+    sp_run_key key;
+    bool found;
+    sp_validated v;
+    sp_seal_set blobs;
+    const json_t *input;          /* {} when none was given */
+    const json_t *explicit_input; /* NULL when none was given */
+} start_item;
+
+/* Everything of a start before its write: the start key, the run it names
+ * (if any), the validation with the run's real ID and input. */
+static int start_prepare(sp_engine *e, const json_t *workflow, const char *workflow_dir,
+                         const json_t *input, const json_t *empty, const char *start_key,
+                         start_item *it, sp_start_result *out, sp_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_t *empty = json_object();
-    if (!empty)
-        return sp_oom(err);
-    const json_t *explicit_input = input;
-    if (!input)
-        input = empty;
+    memset(it, 0, sizeof *it);
+    it->explicit_input = input;
+    it->input = input ? input : empty;
     if (start_key) {
         if (engine_check_token("a start key", start_key, SP_STORE_ID_MAX, err))
-            goto fail;
+            return -1;
         snprintf(out->start_key, sizeof out->start_key, "%s", start_key);
     } else {
         memcpy(out->start_key, "key_", 4);
         sp_random_hex(out->start_key + 4, 8);
     }
-    sp_run_key key;
-    memset(&key, 0, sizeof key);
-    snprintf(key.tenant, sizeof key.tenant, "%s", e->tenant);
-    bool found = false;
-    if (find(e, out->start_key, &key, &found, err))
-        goto fail;
-    if (!found) {
-        memset(&key, 0, sizeof key);
-        snprintf(key.tenant, sizeof key.tenant, "%s", e->tenant);
-        new_run_id(e, key.run_id);
+    snprintf(it->key.tenant, sizeof it->key.tenant, "%s", e->tenant);
+    if (find(e, out->start_key, &it->key, &it->found, err))
+        return -1;
+    if (!it->found) {
+        memset(&it->key, 0, sizeof it->key);
+        snprintf(it->key.tenant, sizeof it->key.tenant, "%s", e->tenant);
+        new_run_id(e, it->key.run_id);
     }
-    sp_validated v;
-    sp_seal_set blobs = {0};
-    sp_validate_opts opts = {workflow_dir, true, &blobs};
-    if (sp_validate_workflow(workflow, input, key.run_id, &opts, &v, err)) {
-        sp_seal_set_free(&blobs);
-        goto fail;
-    }
-    int rc = found                       ? reuse(e, &key, v.package_digest, explicit_input, out, err)
-             : put_blobs(e, &blobs, err) ? -1
-                                         : create(e, &v, artifact_digest, input, explicit_input,
-                                                  &key, out, err);
-    sp_seal_set_free(&blobs);
-    sp_validated_free(&v);
+    sp_validate_opts opts = {workflow_dir, true, &it->blobs};
+    return sp_validate_workflow(workflow, it->input, it->key.run_id, &opts, &it->v, err);
+}
+
+/* The start's write: the run reused, or created with its sealed blobs. */
+static int start_apply(sp_engine *e, start_item *it, const char *artifact_digest,
+                       sp_start_result *out, sp_error *err)
+{
+    if (it->found)
+        return reuse(e, &it->key, it->v.package_digest, it->explicit_input, out, err);
+    if (put_blobs(e, &it->blobs, err))
+        return -1;
+    return create(e, &it->v, artifact_digest, it->input, it->explicit_input, &it->key, out, err);
+}
+
+static void start_item_free(start_item *it)
+{
+    sp_seal_set_free(&it->blobs);
+    sp_validated_free(&it->v);
+}
+
+int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *workflow_dir,
+                             const char *artifact_digest, const json_t *input,
+                             const char *start_key, sp_start_result *out, sp_error *err)
+{
+    json_t *empty = json_object();
+    if (!empty)
+        return sp_oom(err);
+    start_item it;
+    int rc = start_prepare(e, workflow, workflow_dir, input, empty, start_key, &it, out, err);
+    if (rc == 0)
+        rc = start_apply(e, &it, artifact_digest, out, err);
+    start_item_free(&it);
     json_decref(empty);
     return rc;
-fail:
-    json_decref(empty);
-    return -1;
+}
+
+/* The prepared starts' writes in one store batch: one durable commit for
+ * all. False when the batch failed (nothing of it is stored): the caller
+ * makes each write again on its own. */
+static bool apply_batched(sp_engine *e, start_item *items, const bool *prepared, size_t n,
+                          sp_start_result *out, sp_error *errs, bool *applied)
+{
+    sp_error err = {0};
+    if (ledger_batch_begin(e, &err) != SP_STORE_OK) {
+        sp_error_clear(&err);
+        return false;
+    }
+    e->batch_failed = e->batch_missed = false;
+    for (size_t i = 0; i < n && !e->batch_failed; i++)
+        if (prepared[i])
+            applied[i] = start_apply(e, &items[i], NULL, &out[i], &errs[i]) == 0;
+    if (e->batch_failed) {
+        ledger_batch_abort(e);
+        return false;
+    }
+    sp_store_rc rc = ledger_batch_commit(e, &err);
+    if (rc == SP_STORE_OK)
+        rc = ledger_wait_flushed(e, &err);
+    sp_error_clear(&err);
+    return rc == SP_STORE_OK;
+}
+
+int sp_engine_start_many(sp_engine *e, const json_t *workflow, const char *workflow_dir,
+                         size_t n, const json_t *const *inputs, const char *const *start_keys,
+                         sp_start_result *out, sp_error *errs, sp_error *err)
+{
+    if (n > SP_START_MANY_MAX)
+        return sp_fail(err, "usage.invalid-value", "at most %d runs start in one call, not %zu",
+                       SP_START_MANY_MAX, n);
+    json_t *empty = json_object();
+    start_item *items = calloc(n + 1, sizeof *items);
+    bool *flags = calloc(2 * n + 2, sizeof *flags);
+    if (!empty || !items || !flags) {
+        json_decref(empty), free(items), free(flags);
+        return sp_oom(err);
+    }
+    bool *prepared = flags, *applied = flags + n + 1;
+    for (size_t i = 0; i < n; i++)
+        prepared[i] = start_prepare(e, workflow, workflow_dir, inputs ? inputs[i] : NULL, empty,
+                                    start_keys ? start_keys[i] : NULL, &items[i], &out[i],
+                                    &errs[i]) == 0;
+    if (!apply_batched(e, items, prepared, n, out, errs, applied))
+        for (size_t i = 0; i < n; i++) { /* nothing of the batch is stored: one by one */
+            if (!prepared[i])
+                continue;
+            sp_error_clear(&errs[i]);
+            applied[i] = start_apply(e, &items[i], NULL, &out[i], &errs[i]) == 0;
+        }
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        failed += !applied[i];
+        start_item_free(&items[i]);
+    }
+    json_decref(empty), free(items), free(flags);
+    return (int)failed;
 }
 
 int engine_append_event(sp_engine *e, const sp_run_key *key, const char *request_id,

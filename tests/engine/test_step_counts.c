@@ -16,6 +16,8 @@
  *     it claims has no work to announce, and a notifying commit holds
  *     PostgreSQL's database-wide notify lock through its WAL flush, so
  *     other workers' commits could not share the flush;
+ *   start many: MANY_STARTS runs started in one call (sp_engine_start_many)
+ *     take one durable commit for all their writes;
  *   concurrent: RUNS runs x 10 steps served by one engine share commits
  *     (group commit): well under one commit per step; on PostgreSQL at
  *     most CONCURRENT_ROUND_TRIPS_PER_STEP_X100 / 100 round trips and
@@ -679,6 +681,71 @@ static void concurrent(const char *location, const char *label, fixture_mode mod
     fixture_close(&f);
 }
 
+/* ---- many runs started at once (sp_engine_start_many) ---- */
+
+#define MANY_STARTS 50
+
+/* MANY_STARTS runs started in one call take one durable commit for all
+ * their writes (one each when started one by one); a malformed start key
+ * fails alone, and a key given twice names one run, created once; then
+ * every run completes, each step once. */
+static void start_many(const char *location, const char *label)
+{
+    fixture f;
+    atomic_store(&CALLS, 0);
+    if (!fixture_open(&f, location, MODE_INLINE)) {
+        fixture_close(&f);
+        return;
+    }
+    json_t *doc = chain(2);
+    const json_t *inputs[MANY_STARTS];
+    const char *keys[MANY_STARTS];
+    char names[MANY_STARTS][32];
+    json_t *input = json_pack("{s:i}", "n", 7);
+    for (int i = 0; i < MANY_STARTS; i++) {
+        snprintf(names[i], sizeof names[i], "many-%d", i);
+        keys[i] = names[i];
+        inputs[i] = i % 2 ? input : NULL;
+    }
+    keys[10] = "not a key";  /* malformed: refused alone */
+    keys[20] = keys[21] = "many-twice"; /* one run: created, then found */
+    inputs[20] = inputs[21] = input;
+    sp_start_result res[MANY_STARTS];
+    sp_error errs[MANY_STARTS], err = {0};
+    memset(errs, 0, sizeof errs);
+    sp_store_counters before, after;
+    sp_store_counters_get(f.store, &before);
+    int failed = sp_engine_start_many(f.engine, doc, NULL, MANY_STARTS, inputs, keys, res, errs,
+                                      &err);
+    sp_store_counters_get(f.store, &after);
+    uint64_t commits = after.commits - before.commits;
+    printf("%s %d runs started in one call: %llu durable commits\n", label, MANY_STARTS,
+           (unsigned long long)commits);
+    CHECK_INT(failed, 1);
+    CHECK_STR(errs[10].code, "usage.invalid-value");
+    CHECK(commits == 1);
+    CHECK(res[20].created && !res[21].created);
+    CHECK_STR(res[20].key.run_id, res[21].key.run_id);
+    int created = 0;
+    for (int i = 0; i < MANY_STARTS; i++) {
+        created += i != 10 && res[i].created;
+        CHECK(i == 10 || !errs[i].code[0]);
+        sp_error_clear(&errs[i]);
+    }
+    CHECK_INT(created, MANY_STARTS - 2);
+    sp_error_clear(&err);
+    sp_park park;
+    for (int i = 0; i < MANY_STARTS; i++)
+        if (i != 10 && i != 21 &&
+            sp_engine_run_until_parked(f.engine, &res[i].key, &park, NULL, NULL, &err))
+            check_fail(__FILE__, __LINE__, "run_until_parked: %s", err.code);
+    CHECK_INT(atomic_load(&CALLS), 2 * (MANY_STARTS - 2));
+    sp_error_clear(&err);
+    json_decref(input);
+    json_decref(doc);
+    fixture_close(&f);
+}
+
 /* ---- the flush beside the next step (docs/step-path.md) ---- */
 
 /* What each function saw of its own store when it ran. */
@@ -884,13 +951,15 @@ int main(int argc, char **argv)
     bool pg = argc > 1 && strcmp(argv[1], "--postgres") == 0;
     const char *label = pg ? "postgres" : "sqlite";
     char location[1200], dir[64] = "";
-    for (int part = 0; part < (pg ? 5 : 4); part++) {
+    for (int part = 0; part < (pg ? 6 : 5); part++) {
         if (!fresh_location(pg, location, sizeof location, dir, sizeof dir)) {
             check_fail(__FILE__, __LINE__, "no store (PostgreSQL: SPORE_TEST_PG_FILE)");
             break;
         }
         if (part == 0)
             sequential(location, label);
+        else if (part == (pg ? 5 : 4))
+            start_many(location, label);
         else if (part == 3 && pg)
             mispredicted(location, 1), mispredicted(location, 3);
         else if (part == 3 || part == 4)

@@ -3,8 +3,8 @@
  * that header only: native functions registered on a handle, a run with a
  * retried idempotent step (same effect key on both attempts), a signal wait
  * resumed by spore_signal, an unknown outcome answered by spore_resolve,
- * status read back (also from a second handle), interrupts, and the error
- * codes of bad input.
+ * status read back (also from a second handle), many runs started in one
+ * call, interrupts, and the error codes of bad input.
  *
  * Must never include an internal header: what this test can do, an
  * embedder can do. (jansson is used only to read the status JSON back.)
@@ -102,6 +102,14 @@ static const char ORDER[] =
     "            \"outcomes\":{\"ok\":\"done\"}},"
     "  \"done\":{\"kind\":\"complete\",\"output\":{\"$get\":[\"nodes\",\"ship\",\"output\"]}},"
     "  \"rejected\":{\"kind\":\"fail\",\"error\":{\"code\":\"order.rejected\",\"message\":\"no\"}}}}";
+
+/* One pure step echoing the run's input. */
+static const char ECHO[] =
+    "{\"format\":\"runspore.workflow/0.1\",\"name\":\"echo\",\"start\":\"s\","
+    " \"actions\":{\"s\":{\"kind\":\"native\",\"function\":\"ship\",\"effect\":\"pure\"}},"
+    " \"nodes\":{\"s\":{\"kind\":\"activity\",\"action\":\"s\",\"input\":{\"$get\":[\"input\"]},"
+    "                  \"outcomes\":{\"ok\":\"d\"}},\"d\":{\"kind\":\"complete\","
+    "                  \"output\":{\"$get\":[\"nodes\",\"s\",\"output\"]}}}}";
 
 static const char TRANSFER[] =
     "{\"format\":\"runspore.workflow/0.1\",\"name\":\"transfer\",\"start\":\"send\","
@@ -335,6 +343,50 @@ static void test_resolve(spore_db *db)
     spore_free(run_id);
 }
 
+/* Many runs in one call (spore_start_many): each started as spore_start
+ * would, a malformed input or start key refused alone, a start key given
+ * twice naming one run, every run then completing with its own input. */
+static void test_start_many(spore_db *db)
+{
+    enum { N = 6 };
+    const char *inputs[N] = {"{\"n\":0}", NULL, "{\"n\":2", "{\"n\":3}", "{\"n\":4}", "{\"n\":4}"};
+    const char *keys[N] = {"many-0", NULL, "many-2", "bad key", "many-4", "many-4"};
+    char *run_ids[N];
+    bool created[N];
+    spore_error errors[N], err = {0};
+    memset(errors, 0, sizeof errors);
+    int before = atomic_load(&g_ship_calls);
+    CHECK_INT(spore_start_many(db, ECHO, N, inputs, keys, run_ids, created, errors, &err), 2);
+    CHECK(run_ids[0] && run_ids[1] && run_ids[4] && run_ids[5]);
+    CHECK(!run_ids[2] && !run_ids[3]);
+    CHECK_STR(errors[2].code, "canonical.syntax");
+    CHECK_STR(errors[3].code, "usage.invalid-value");
+    CHECK(created[0] && created[1] && created[4] && !created[5]);
+    CHECK(run_ids[4] && run_ids[5] && strcmp(run_ids[4], run_ids[5]) == 0);
+    for (int i = 0; i < N; i++) {
+        spore_park park;
+        if (run_ids[i] && i != 5) {
+            CHECK_INT(spore_run_until_parked(db, run_ids[i], &park, &err), 0);
+            CHECK_INT(park, SPORE_PARK_COMPLETED);
+            json_t *st = status_of(db, run_ids[i]);
+            json_t *n = json_object_get(json_object_get(json_object_get(st, "result"), "output"),
+                                        "n");
+            CHECK(i == 1 ? n == NULL : json_integer_value(n) == i); /* run 1: input {} */
+            json_decref(st);
+        }
+        spore_free(run_ids[i]);
+        spore_error_clear(&errors[i]);
+    }
+    CHECK_INT(atomic_load(&g_ship_calls) - before, 3);
+    /* none tried: more than the bound, a NULL workflow */
+    CHECK_INT(spore_start_many(db, ECHO, 1001, NULL, NULL, NULL, NULL, NULL, &err), -1);
+    CHECK_STR(err.code, "usage");
+    spore_error_clear(&err);
+    CHECK_INT(spore_start_many(db, NULL, 1, NULL, NULL, NULL, NULL, NULL, &err), -1);
+    CHECK_STR(err.code, "usage");
+    spore_error_clear(&err);
+}
+
 /* A function nobody registered fails its step (not retryable). */
 static void test_unregistered(spore_db *db)
 {
@@ -526,6 +578,7 @@ int main(void)
     test_order(db, &order_id);
     test_resolve(db);
     test_unregistered(db);
+    test_start_many(db);
     test_errors(db);
     spore_close(db);
     if (order_id)
