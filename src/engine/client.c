@@ -294,6 +294,8 @@ int sp_engine_start_many(sp_engine *e, const json_t *workflow, const char *workf
             if (!prepared[i])
                 continue;
             sp_error_clear(&errs[i]);
+            out[i].created = false;
+            memset(&out[i].key, 0, sizeof out[i].key);
             applied[i] = start_apply(e, &items[i], NULL, &out[i], &errs[i]) == 0;
         }
     size_t failed = 0;
