@@ -16,18 +16,6 @@
 #include "json/json.h"
 #include "kernel/kernel.h"
 
-static char *canonical(json_t *v, size_t *len)
-{
-    sp_error err = {0};
-    char *s = sp_json_encode_alloc(v, len, &err);
-    json_decref(v);
-    if (!s) {
-        fprintf(stderr, "encode: %s\n", err.message);
-        abort();
-    }
-    return s;
-}
-
 typedef struct kernel_fixture {
     char *graph, *start;
     size_t graph_len, start_len;
@@ -41,9 +29,12 @@ static void fixture_init(kernel_fixture *k)
                            "step", "effect", "idempotent", "nodes", "a", "kind", "activity",
                            "action", "step", "input", json_pack("{s:[s]}", "$get", "input"),
                            "outcomes", "ok", "a");
-    k->graph = canonical(wf, &k->graph_len);
-    k->start = canonical(json_pack("{s:s,s:s,s:n}", "tenant", "t1", "runId", "r1", "input"),
-                         &k->start_len);
+    json_t *start = json_pack("{s:s,s:s,s:n}", "tenant", "t1", "runId", "r1", "input");
+    k->graph = sp_json_encode_alloc(wf, &k->graph_len, NULL);
+    k->start = sp_json_encode_alloc(start, &k->start_len, NULL);
+    json_decref(wf);
+    json_decref(start);
+    CHECK(k->graph && k->start);
 }
 
 /* A real decoded state (run.started decided with want_state); *digest: its
