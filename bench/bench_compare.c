@@ -690,7 +690,7 @@ static bool start_runs(const char *location, sp_native_registry *natives, size_t
     for (size_t at = 0; ok && at < runs && !g_abort; at += SP_START_MANY_MAX) {
         size_t n = runs - at < SP_START_MANY_MAX ? runs - at : SP_START_MANY_MAX;
         sp_error err = {0};
-        int failed = sp_engine_start_many(b.engine, w, NULL, n, NULL, NULL, started + at,
+        int failed = sp_engine_start_many(b.engine, w, NULL, NULL, n, NULL, NULL, started + at,
                                           errs + at, &err);
         for (size_t i = at; i < at + n && failed > 0; i++)
             if (errs[i].code[0]) {

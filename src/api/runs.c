@@ -125,7 +125,7 @@ static int start_parsed(spore_db *db, const json_t *workflow, size_t n, json_t *
         for (size_t i = 0; i < n; i++)
             if (ok[i])
                 at[m] = i, in[m] = inputs[i], keys[m] = start_keys ? start_keys[i] : NULL, m++;
-        failed = sp_engine_start_many(db->engine, workflow, NULL, m, in, keys, res, errs, e);
+        failed = sp_engine_start_many(db->engine, workflow, NULL, NULL, m, in, keys, res, errs, e);
     } else {
         sp_oom(e);
     }

@@ -248,7 +248,8 @@ int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *w
  * all. False when the batch failed (nothing of it is stored): the caller
  * makes each write again on its own. */
 static bool apply_batched(sp_engine *e, start_item *items, const bool *prepared, size_t n,
-                          sp_start_result *out, sp_error *errs, bool *applied)
+                          const char *artifact_digest, sp_start_result *out, sp_error *errs,
+                          bool *applied)
 {
     sp_error err = {0};
     if (ledger_batch_begin(e, &err) != SP_STORE_OK) {
@@ -258,7 +259,7 @@ static bool apply_batched(sp_engine *e, start_item *items, const bool *prepared,
     e->batch_failed = e->batch_missed = false;
     for (size_t i = 0; i < n && !e->batch_failed; i++)
         if (prepared[i])
-            applied[i] = start_apply(e, &items[i], NULL, &out[i], &errs[i]) == 0;
+            applied[i] = start_apply(e, &items[i], artifact_digest, &out[i], &errs[i]) == 0;
     if (e->batch_failed) {
         ledger_batch_abort(e);
         return false;
@@ -271,8 +272,9 @@ static bool apply_batched(sp_engine *e, start_item *items, const bool *prepared,
 }
 
 int sp_engine_start_many(sp_engine *e, const json_t *workflow, const char *workflow_dir,
-                         size_t n, const json_t *const *inputs, const char *const *start_keys,
-                         sp_start_result *out, sp_error *errs, sp_error *err)
+                         const char *artifact_digest, size_t n, const json_t *const *inputs,
+                         const char *const *start_keys, sp_start_result *out, sp_error *errs,
+                         sp_error *err)
 {
     if (n > SP_START_MANY_MAX)
         return sp_fail(err, "usage.invalid-value", "at most %d runs start in one call, not %zu",
@@ -289,14 +291,14 @@ int sp_engine_start_many(sp_engine *e, const json_t *workflow, const char *workf
         prepared[i] = start_prepare(e, workflow, workflow_dir, inputs ? inputs[i] : NULL, empty,
                                     start_keys ? start_keys[i] : NULL, &items[i], &out[i],
                                     &errs[i]) == 0;
-    if (!apply_batched(e, items, prepared, n, out, errs, applied))
+    if (!apply_batched(e, items, prepared, n, artifact_digest, out, errs, applied))
         for (size_t i = 0; i < n; i++) { /* nothing of the batch is stored: one by one */
             if (!prepared[i])
                 continue;
             sp_error_clear(&errs[i]);
             out[i].created = false;
             memset(&out[i].key, 0, sizeof out[i].key);
-            applied[i] = start_apply(e, &items[i], NULL, &out[i], &errs[i]) == 0;
+            applied[i] = start_apply(e, &items[i], artifact_digest, &out[i], &errs[i]) == 0;
         }
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) {

@@ -205,8 +205,9 @@ int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *w
                              const char *artifact_digest, const json_t *input,
                              const char *start_key, sp_start_result *out, sp_error *err);
 
-/* Start `n` runs of one workflow (each as sp_engine_start: inputs[i] and
- * start_keys[i], either array or entry NULL for none) with their writes in
+/* Start `n` runs of one workflow (each as sp_engine_start_artifact:
+ * inputs[i] and start_keys[i], either array or entry NULL for none; the
+ * artifact's digest, or NULL) with their writes in
  * one store batch: one durable commit for all, where one start alone costs
  * one each. out[i] and errs[i] (caller-owned, zeroed) say what became of
  * each; returns how many did not start (0: all did), or -1 with `err` when
@@ -214,8 +215,9 @@ int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *w
  * batch itself fails (the store), each write is made again on its own. */
 #define SP_START_MANY_MAX 1000
 int sp_engine_start_many(sp_engine *e, const json_t *workflow, const char *workflow_dir,
-                         size_t n, const json_t *const *inputs, const char *const *start_keys,
-                         sp_start_result *out, sp_error *errs, sp_error *err);
+                         const char *artifact_digest, size_t n, const json_t *const *inputs,
+                         const char *const *start_keys, sp_start_result *out, sp_error *errs,
+                         sp_error *err);
 
 /* Where an accepted signal goes. */
 typedef enum sp_signal_delivery {

@@ -715,8 +715,8 @@ static void start_many(const char *location, const char *label)
     memset(errs, 0, sizeof errs);
     sp_store_counters before, after;
     sp_store_counters_get(f.store, &before);
-    int failed = sp_engine_start_many(f.engine, doc, NULL, MANY_STARTS, inputs, keys, res, errs,
-                                      &err);
+    int failed = sp_engine_start_many(f.engine, doc, NULL, NULL, MANY_STARTS, inputs, keys, res,
+                                      errs, &err);
     sp_store_counters_get(f.store, &after);
     uint64_t commits = after.commits - before.commits;
     printf("%s %d runs started in one call: %llu durable commits\n", label, MANY_STARTS,
