@@ -170,24 +170,27 @@ static int read_lines(const char *path, input_lines *l, sp_error *err)
     char *bytes = cli_read_file(path, SP_WORKFLOW_FILE_MAX, &len, err);
     if (!bytes)
         return -1;
-    size_t n = 1;
+    size_t n = len && bytes[len - 1] != '\n'; /* lines: a last one without its newline too */
     for (size_t i = 0; i < len; i++)
         n += bytes[i] == '\n';
-    if (n > INPUT_LINES_MAX + 1 || !(l->inputs = calloc(n, sizeof *l->inputs)) ||
-        !(l->errs = calloc(n, sizeof *l->errs))) {
+    if (n > INPUT_LINES_MAX || !(l->inputs = calloc(n + 1, sizeof *l->inputs)) ||
+        !(l->errs = calloc(n + 1, sizeof *l->errs))) {
         free(bytes), free(l->inputs);
         l->inputs = NULL;
-        return n > INPUT_LINES_MAX + 1
+        return n > INPUT_LINES_MAX
                    ? sp_fail(err, "usage", "%s has more than %d lines", path, INPUT_LINES_MAX)
                    : sp_oom(err);
     }
-    for (char *line = bytes, *next; line; line = next, l->n++) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
+    char *end = bytes + len;
+    for (char *line = bytes, *next; l->n < n; line = next, l->n++) {
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        next = nl ? nl + 1 : end;
+        *(nl ? nl : end) = '\0';
         char what[32];
         snprintf(what, sizeof what, "line %zu", l->n + 1);
-        if (!blank(line))
+        if (strlen(line) != (size_t)((nl ? nl : end) - line))
+            sp_fail(&l->errs[l->n], "json.invalid", "%s holds a NUL byte", what);
+        else if (!blank(line))
             l->inputs[l->n] = sp_json_argument(what, line, &l->errs[l->n]);
     }
     free(bytes);

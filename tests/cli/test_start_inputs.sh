@@ -4,9 +4,9 @@
 # starts, one commit"):
 #
 # - one run per non-blank line, each with its line's input and, with --key,
-#   the start key <prefix>-<line>; a line that is not JSON fails alone (exit
-#   2, the other runs started); the same command again names the same runs
-#   (created: false) and starts nothing new;
+#   the start key <prefix>-<line>; a line that is not JSON (or holds a NUL
+#   byte) fails alone (exit 2, the other runs started); the same command
+#   again names the same runs (created: false) and starts nothing new;
 # - 2,500 lines start (in three calls of at most a thousand; that a call is
 #   one durable commit is counted by engine.test_step_counts), each run with
 #   its key and input;
@@ -49,6 +49,12 @@ expect_json '.started == 2500 and .refused == 0' "2500 started"
 [ "$(sqlite3 "$db2" "SELECT e.body FROM runs r JOIN events e ON e.run_id = r.run_id AND e.sequence = 1
                      WHERE r.start_key = 'm-2500'" | jq -c .input)" = '{"i":2500}' ] || fail "line 2500's input"
 
+# ---- a NUL byte inside a line refuses that line; a last line without its newline counts ----
+printf '{"n":1}\n{}\0junk\n{"n":3}' >"$tmp/nul.jsonl"
+sp start "$wf/three-steps.json" --inputs "$tmp/nul.jsonl" --db "$tmp/nul.db" --json
+expect_rc 2 "a NUL byte in line 2"
+expect_json '.started == 2 and .refused == 1 and .runs[1].error.code == "json.invalid"' "line 2 refused"
+
 # ---- every run works ----
 : >"$SPORE_TEST_LOG"
 for run in $(sql "SELECT run_id FROM runs"); do
@@ -66,7 +72,7 @@ sp start "$wf/three-steps.json" --inputs "$inputs" --input '{}' --db "$fresh" --
 expect_rc 2 "--inputs with --input"
 sp start "$wf/three-steps.json" --inputs "$tmp/none.jsonl" --db "$fresh" --json
 expect_rc 2 "a missing --inputs file"
-seq 1 10001 | sed 's/.*/{}/' >"$tmp/too-many.jsonl"
+seq 1 10001 | sed 's/.*/{}/' | head -c -1 >"$tmp/too-many.jsonl" # the last line without its newline
 sp start "$wf/three-steps.json" --inputs "$tmp/too-many.jsonl" --db "$fresh" --json
 expect_rc 2 "more than 10000 lines"
 expect_json '.error.code == "usage"' "too many lines: usage"
