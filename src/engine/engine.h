@@ -212,7 +212,9 @@ int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *w
  * one each. out[i] and errs[i] (caller-owned, zeroed) say what became of
  * each; returns how many did not start (0: all did), or -1 with `err` when
  * none could be tried (n above SP_START_MANY_MAX, out of memory). When the
- * batch itself fails (the store), each write is made again on its own. */
+ * batch itself fails (the store), each write is made again on its own. The
+ * batch is the engine's own: call it from the thread that ticks the engine
+ * (or while nothing ticks it), as every call on an sp_engine. */
 #define SP_START_MANY_MAX 1000
 int sp_engine_start_many(sp_engine *e, const json_t *workflow, const char *workflow_dir,
                          const char *artifact_digest, size_t n, const json_t *const *inputs,
