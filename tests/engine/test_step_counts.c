@@ -17,7 +17,9 @@
  *     PostgreSQL's database-wide notify lock through its WAL flush, so
  *     other workers' commits could not share the flush;
  *   start many: MANY_STARTS runs started in one call (sp_engine_start_many)
- *     take one durable commit for all their writes;
+ *     take one durable commit for all their writes; on SQLite, a call whose
+ *     batch is lost (the write lock held elsewhere past the busy timeout)
+ *     starts every run anyway, one by one;
  *   concurrent: RUNS runs x 10 steps served by one engine share commits
  *     (group commit): well under one commit per step; on PostgreSQL at
  *     most CONCURRENT_ROUND_TRIPS_PER_STEP_X100 / 100 round trips and
@@ -49,6 +51,7 @@
  */
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <sqlite3.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -746,6 +749,66 @@ static void start_many(const char *location, const char *label)
     fixture_close(&f);
 }
 
+/* SQLite's busy timeout (SP_SQLITE_BUSY_TIMEOUT_MS, src/store/sqlite/sqlite.h). */
+#define BUSY_TIMEOUT_MS 5000
+
+/* start_many_batch_lost(): the starts of one call, on a thread of their own */
+typedef struct starter {
+    pthread_t thread;
+    sp_engine *engine;
+    json_t *doc;
+    const char *const *keys;
+    size_t n;
+    sp_start_result res[4];
+    sp_error errs[4];
+    int failed;
+} starter;
+
+static void *starter_main(void *arg)
+{
+    starter *t = arg;
+    sp_error err = {0};
+    t->failed = sp_engine_start_many(t->engine, t->doc, NULL, NULL, t->n, NULL, t->keys, t->res,
+                                     t->errs, &err);
+    sp_error_clear(&err);
+    return NULL;
+}
+
+/* When the batch of a start_many call fails (SQLite's write lock held by
+ * another connection past the busy timeout), each start is made again on its
+ * own once the lock is free: every run starts, with a commit each. */
+static void start_many_batch_lost(const char *location)
+{
+    fixture f;
+    if (!fixture_open(&f, location, MODE_INLINE)) {
+        fixture_close(&f);
+        return;
+    }
+    sqlite3 *lock = NULL;
+    CHECK(sqlite3_open(location, &lock) == SQLITE_OK &&
+          sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    static const char *const keys[] = {"lost-1", "lost-2", "lost-3", "lost-4"};
+    starter t = {.engine = f.engine, .doc = chain(1), .keys = keys, .n = 4};
+    sp_store_counters before, after;
+    sp_store_counters_get(f.store, &before);
+    pthread_create(&t.thread, NULL, starter_main, &t);
+    usleep((BUSY_TIMEOUT_MS + 700) * 1000); /* the batch's first write gives up first */
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    pthread_join(t.thread, NULL);
+    sp_store_counters_get(f.store, &after);
+    CHECK_INT(t.failed, 0);
+    for (size_t i = 0; i < t.n; i++) {
+        CHECK(t.res[i].created && !t.errs[i].code[0]);
+        sp_error_clear(&t.errs[i]);
+    }
+    CHECK_INT(after.commits - before.commits, t.n); /* one by one, not one batch */
+    printf("sqlite start_many after a lost batch: %zu runs, %llu durable commits\n", t.n,
+           (unsigned long long)(after.commits - before.commits));
+    json_decref(t.doc);
+    fixture_close(&f);
+}
+
 /* ---- the flush beside the next step (docs/step-path.md) ---- */
 
 /* What each function saw of its own store when it ran. */
@@ -951,7 +1014,7 @@ int main(int argc, char **argv)
     bool pg = argc > 1 && strcmp(argv[1], "--postgres") == 0;
     const char *label = pg ? "postgres" : "sqlite";
     char location[1200], dir[64] = "";
-    for (int part = 0; part < (pg ? 6 : 5); part++) {
+    for (int part = 0; part < 6; part++) {
         if (!fresh_location(pg, location, sizeof location, dir, sizeof dir)) {
             check_fail(__FILE__, __LINE__, "no store (PostgreSQL: SPORE_TEST_PG_FILE)");
             break;
@@ -960,6 +1023,8 @@ int main(int argc, char **argv)
             sequential(location, label);
         else if (part == (pg ? 5 : 4))
             start_many(location, label);
+        else if (part == 5)
+            start_many_batch_lost(location);
         else if (part == 3 && pg)
             mispredicted(location, 1), mispredicted(location, 3);
         else if (part == 3 || part == 4)
