@@ -241,8 +241,9 @@ int spore_start(spore_db *db, const char *workflow_json, const char *input_json,
  * (the array or an entry may be NULL: a fresh key). run_ids[i] (the array
  * may be NULL) receives each started run's ID, NULL for one that did not
  * start (free each with spore_free); created[i] (may be NULL) whether it
- * was created rather than found by its key; errors[i] (may be NULL; clear
- * each with spore_error_clear) why one did not start, with spore_start's
+ * was created rather than found by its key; errors[i] (may be NULL; each
+ * zero-initialized, as any spore_error, and cleared after with
+ * spore_error_clear) why one did not start, with spore_start's
  * codes. Returns how many did not start (0: all did), or -1 with `err` when
  * none was tried (`usage`: a NULL argument, n above 1000; the workflow's
  * JSON refused). */
