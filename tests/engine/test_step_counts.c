@@ -792,7 +792,11 @@ static void start_many_batch_lost(const char *location)
     sp_store_counters before, after;
     sp_store_counters_get(f.store, &before);
     pthread_create(&t.thread, NULL, starter_main, &t);
-    usleep((BUSY_TIMEOUT_MS + 700) * 1000); /* the batch's first write gives up first */
+    /* the batch's first write gives up after sleeping BUSY_TIMEOUT_MS in
+     * all, later than that on a loaded machine (each sleep runs over): the
+     * lock is held three times as long; the starts made again alone wait
+     * for it (retried until --store-retry-ms, 60 s) */
+    usleep(3 * BUSY_TIMEOUT_MS * 1000);
     sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(lock);
     pthread_join(t.thread, NULL);
