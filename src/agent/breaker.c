@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
+
 typedef struct entry {
     char name[SP_BREAKER_NAME_MAX + 1];
     bool used;
@@ -46,13 +48,6 @@ void sp_breaker_table_free(sp_breaker_table *t)
 const char *sp_breaker_effect_name(sp_breaker_effect e)
 {
     return e == SP_BREAKER_FAILURE ? "failure" : e == SP_BREAKER_SUCCESS ? "success" : "none";
-}
-
-uint64_t sp_breaker_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 static bool open_at(const entry *e, uint64_t now)

@@ -48,7 +48,4 @@ bool sp_breaker_is_open(sp_breaker_table *t, const char *provider, uint64_t now_
 void sp_breaker_record(sp_breaker_table *t, const char *provider, sp_breaker_effect e,
                        uint64_t now_ms);
 
-/* Monotonic milliseconds, for callers without their own clock. */
-uint64_t sp_breaker_now_ms(void);
-
 #endif

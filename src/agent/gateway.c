@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 
 #define READ_TIMEOUT_MS 30000
 #define REPLY_MAX (SP_GATEWAY_BODY_MAX)
@@ -66,12 +67,7 @@ typedef enum verdict {
     V_LIMIT
 } verdict;
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static long long now_ms(void) { return (long long)sp_mono_ms(); }
 
 const char *sp_gateway_path(sp_gateway_api api)
 {

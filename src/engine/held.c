@@ -150,8 +150,8 @@ static void run_watch(held_job *j, sp_runner_ctx *ctx)
     held_memo *m = memo(j->engine, &j->attempt);
     if (m)
         m->watch_after_ms = sp_mono_ms() + (ea->terms.probe_every_ms > WATCH_RETRY_MIN_MS
-                                                    ? ea->terms.probe_every_ms
-                                                    : WATCH_RETRY_MIN_MS);
+                                                ? ea->terms.probe_every_ms
+                                                : WATCH_RETRY_MIN_MS);
     pthread_mutex_unlock(&j->engine->mu);
 }
 

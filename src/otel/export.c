@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "otel/export.h"
 
 struct otel_http {
@@ -20,13 +21,6 @@ struct otel_http {
     const _Atomic uint64_t *abort_at_ms;
 };
 
-uint64_t otel_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* libcurl's progress hook: non-zero ends the transfer (a stop ran out of time). */
 static int progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                     curl_off_t ulnow)
@@ -34,7 +28,7 @@ static int progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t 
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
     otel_http *h = ctx;
     uint64_t at = atomic_load(h->abort_at_ms);
-    return at && otel_mono_ms() >= at;
+    return at && sp_mono_ms() >= at;
 }
 
 /* The response is read and thrown away; past the bound the transfer ends. */

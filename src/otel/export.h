@@ -31,7 +31,4 @@ void otel_http_free(otel_http *h);
 bool otel_http_post(otel_http *h, const char *body, size_t len, uint64_t timeout_ms,
                     const _Atomic uint64_t *abort_at_ms);
 
-/* CLOCK_MONOTONIC in milliseconds. */
-uint64_t otel_mono_ms(void);
-
 #endif

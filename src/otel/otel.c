@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "otel/config.h"
 #include "otel/export.h"
 #include "otel/otel.h"
@@ -172,7 +173,7 @@ static void *exporter(void *arg)
     for (;;) {
         bool stopping = o->state == EXPORTER_STOPPING;
         uint64_t at = atomic_load(&o->abort_at_ms);
-        if (stopping && (o->count == 0 || (at && otel_mono_ms() >= at)))
+        if (stopping && (o->count == 0 || (at && sp_mono_ms() >= at)))
             break;
         uint32_t n = take_batch(o);
         if (!n)
@@ -255,7 +256,7 @@ void sp_otel_stop(sp_otel *o, sp_otel_stats *stats)
     bool join = o->started && o->state == EXPORTER_RUNNING;
     if (join) {
         o->state = EXPORTER_STOPPING;
-        atomic_store(&o->abort_at_ms, otel_mono_ms() + (o->cfg.export_ms ? o->cfg.export_ms : 1));
+        atomic_store(&o->abort_at_ms, sp_mono_ms() + (o->cfg.export_ms ? o->cfg.export_ms : 1));
         pthread_cond_signal(&o->cv);
     }
     pthread_mutex_unlock(&o->mu);

@@ -55,6 +55,7 @@
 #include "agent/redact.h"
 #include "agent/request.h"
 #include "agent/session.h"
+#include "base/clock.h"
 #include "base/failpoint.h"
 #include "json/json.h"
 #include "runners/process.h"
@@ -809,7 +810,7 @@ static bool prepare(plan *p, sp_agent_outcome *o)
                               p->action.plain_header_server);
         return false;
     }
-    if (sp_breaker_is_open(sp_breaker_global(), p->action.provider, sp_breaker_now_ms())) {
+    if (sp_breaker_is_open(sp_breaker_global(), p->action.provider, sp_mono_ms())) {
         sp_agent_outcome_fail(o, "agent.breaker-open", false, false, SP_BREAKER_NONE,
                               json_pack("{s:s}", "provider", p->action.provider),
                               "the circuit breaker of provider \"%s\" is open (%d failures in a "
@@ -878,7 +879,7 @@ void sp_agent_execute_logged(const sp_agent_exec_in *in, sp_agent_outcome *o,
                     p.req.warning);
         run_exec(&p, o);
         sp_breaker_record(sp_breaker_global(), p.action.provider, o->breaker,
-                          sp_breaker_now_ms());
+                          sp_mono_ms());
         if (logs)
             *logs = stderr_logs(&p);
     } else if (!o->details) {

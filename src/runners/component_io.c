@@ -22,20 +22,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "sandbox/pin.h"
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Wait until fd is ready for `events` or the deadline passes. */
 static bool wait_ready(int fd, short events, uint64_t deadline_ms)
 {
     for (;;) {
-        uint64_t now = mono_ms();
+        uint64_t now = sp_mono_ms();
         if (now >= deadline_ms)
             return false;
         struct pollfd pf = {fd, events, 0};

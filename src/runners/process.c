@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/tail.h"
 #include "supervisor/supervisor.h"
 
@@ -162,13 +163,6 @@ typedef struct watch {
     uint64_t out_streamed; /* streaming: stdout bytes handed over */
     char scratch[16384];
 } watch;
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void close_fd(int *fd)
 {
@@ -336,7 +330,7 @@ static void report_closed(watch *w)
     close_fd(&w->rep_r);
     close_fd(&w->in_w);
     kill_group(w);
-    w->drain_until = now_ms() + SP_PROC_DRAIN_MS;
+    w->drain_until = sp_mono_ms() + SP_PROC_DRAIN_MS;
 }
 
 static void read_reports(watch *w)
@@ -439,7 +433,7 @@ static void supervise(watch *w)
     if (w->spec->stdin_len == 0)
         close_fd(&w->in_w);
     for (;;) {
-        uint64_t now = now_ms();
+        uint64_t now = sp_mono_ms();
         check_kill(w, now);
         if (finished(w, now))
             return;
@@ -549,7 +543,7 @@ static void watch_init(watch *w, const sp_proc_spec *spec, sp_proc_result *res)
     if (spec->has_timeout) {
         uint64_t t = spec->timeout_ms < UINT64_MAX / 4 ? spec->timeout_ms : UINT64_MAX / 4;
         w->has_deadline = true;
-        w->deadline = now_ms() + t;
+        w->deadline = sp_mono_ms() + t;
     }
 }
 

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "sandbox/sandbox.h"
 
 extern char **environ;
@@ -74,13 +75,6 @@ static long read_long(const char *path)
     return v;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Run a minimal sandbox around /usr/bin/true, with one directory mounted
  * from a descriptor as grants are (--ro-bind-fd, bubblewrap 0.8.0); on
  * failure keep bwrap's first stderr line in `problem`. */
@@ -123,9 +117,9 @@ static bool trial(const char *bwrap, char *problem, size_t cap)
     }
     char out[512];
     size_t len = 0;
-    uint64_t deadline = now_ms() + 10000;
+    uint64_t deadline = sp_mono_ms() + 10000;
     for (;;) {
-        uint64_t now = now_ms();
+        uint64_t now = sp_mono_ms();
         if (now >= deadline)
             break;
         struct pollfd pf = {p[0], POLLIN, 0};

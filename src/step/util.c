@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agent/jsontape.h"
+#include "base/clock.h"
 #include "base/fdio.h"
 #include "step/step.h"
 
@@ -80,12 +81,7 @@ char *step_dump(const json_t *v)
                              JSON_REAL_PRECISION(15));
 }
 
-long long step_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+long long step_now_ms(void) { return (long long)sp_mono_ms(); }
 
 void step_sleep_ms(long long ms)
 {

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "ui/answer.h"
 #include "ui/html.h"
 
@@ -33,18 +34,7 @@ typedef struct sse_state {
     size_t pending_len, pending_off;
 } sse_state;
 
-static time_t now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
+static time_t now_s(void) { return (time_t)(sp_mono_ms() / 1000u); }
 
 static void queue(sse_state *st, const char *text)
 {
@@ -97,7 +87,7 @@ static bool next_message(sse_state *st)
             queue(st, ": ping\n\n");
             return true;
         }
-        sleep_ms(UI_SSE_POLL_MS);
+        sp_sleep_ms(UI_SSE_POLL_MS);
     }
     return false;
 }

@@ -30,6 +30,7 @@
 #include "agent/session.h"
 #include "agent/stderr_log.h"
 #include "base/base64.h"
+#include "base/clock.h"
 #include "base/utf8.h"
 #include "check.h"
 #include "runners/agent.h"
@@ -914,7 +915,7 @@ static void test_refusals(void)
     /* the breaker opens after five +F and refuses without running */
     for (int i = 0; i < 5; i++)
         sp_breaker_record(sp_breaker_global(), "flaky-provider", SP_BREAKER_FAILURE,
-                          sp_breaker_now_ms());
+                          sp_mono_ms());
     execute("},\"provider\":\"flaky-provider\"", "q", &o, marker);
     CHECK_STR(o.code, "agent.breaker-open");
     CHECK(!ran(marker));
