@@ -285,22 +285,34 @@ static void q04_credentials(void)
 /* ---- a held lock: store.busy, then the identical retry applies ---- */
 
 /* A store in a new schema whose lock waits end after 300 ms, with the run
- * `run_id` created (NULL: failed, checked); its clock is the caller's. */
-static sp_store *open_busy_run(char schema[64], char loc[STORE_LOCATION_MAX], manual_clock *clock,
-                               const char *run_id, sp_run_key *k)
+ * `run_id` created (f->s NULL: failed, checked); its own manual clock. */
+typedef struct busy_fixture {
+    char schema[64], loc[STORE_LOCATION_MAX];
+    manual_clock clock;
+    sp_run_key k;
+    sp_store *s;
+} busy_fixture;
+
+static bool busy_open(busy_fixture *f, const char *run_id)
 {
-    CHECK(new_schema(schema, 64));
-    url_for(loc, STORE_LOCATION_MAX, schema, "%20-clock_timeout%3D300");
-    manual_clock_set(clock, 1000);
+    CHECK(new_schema(f->schema, 64));
+    url_for(f->loc, STORE_LOCATION_MAX, f->schema, "%20-clock_timeout%3D300");
+    manual_clock_set(&f->clock, 1000);
     sp_error err = {0};
-    sp_store *s = open_at(loc, clock, &err);
-    CHECK(s != NULL);
-    *k = fx_key(run_id);
+    f->s = open_at(f->loc, &f->clock, &err);
+    CHECK(f->s != NULL);
+    f->k = fx_key(run_id);
     sp_create_run_res cr;
-    if (s)
-        EXPECT_OK(fx_create(s, k, run_id, &cr, &err), &err);
+    if (f->s)
+        EXPECT_OK(fx_create(f->s, &f->k, run_id, &cr, &err), &err);
     sp_error_clear(&err);
-    return s;
+    return f->s != NULL;
+}
+
+static void busy_close(busy_fixture *f)
+{
+    sp_store_close(f->s);
+    pg_destroy(&CTX, f->loc);
 }
 
 /* Another session holds the run's row until admin_exec("ROLLBACK"). */
@@ -315,14 +327,13 @@ static void hold_run(const char *schema, const char *run_id)
 
 static void q04_busy(void)
 {
-    char schema[64], loc[STORE_LOCATION_MAX];
-    manual_clock clock;
-    sp_run_key k;
-    sp_store *s = open_busy_run(schema, loc, &clock, "run_busy", &k);
-    if (!s)
+    busy_fixture f;
+    if (!busy_open(&f, "run_busy"))
         return;
+    sp_store *s = f.s;
+    sp_run_key k = f.k;
     sp_error err = {0};
-    hold_run(schema, "run_busy");
+    hold_run(f.schema, "run_busy");
     sp_run_view v; /* readers are not blocked by the lock */
     bool found = false;
     EXPECT_OK(sp_store_get_run(s, &k, &v, &found, &err), &err);
@@ -340,8 +351,7 @@ static void q04_busy(void)
     sp_key_page_free(&page);
     EXPECT_OK(fx_signal(s, &k, "m1", "go", &a, &err), &err); /* the identical request again */
     CHECK(a.disposition == SP_APPLIED && a.sequence == 2);
-    sp_store_close(s);
-    pg_destroy(&CTX, loc);
+    busy_close(&f);
 }
 
 /* A dispatch's claim (skip_busy) does not wait for a run another
@@ -350,12 +360,11 @@ static void q04_busy(void)
  * same claim applies. */
 static void q04_claim_skips_busy(void)
 {
-    char schema[64], loc[STORE_LOCATION_MAX];
-    manual_clock clock;
-    sp_run_key k;
-    sp_store *s = open_busy_run(schema, loc, &clock, "run_claim_busy", &k);
-    if (!s)
+    busy_fixture f;
+    if (!busy_open(&f, "run_claim_busy"))
         return;
+    sp_store *s = f.s;
+    sp_run_key k = f.k;
     sp_error err = {0};
     sp_commit_turn_res turn; /* the first turn schedules a step: an invocation to claim */
     EXPECT_OK(fx_step(s, &k, &turn, &err), &err);
@@ -365,7 +374,7 @@ static void q04_claim_skips_busy(void)
                           .worker = "w1", .lease_duration_ms = 1000,
                           .host = {"host-test", 1, 2}, .skip_busy = true};
     sp_claim c;
-    hold_run(schema, "run_claim_busy");
+    hold_run(f.schema, "run_claim_busy");
     EXPECT(sp_store_claim_attempt(s, &claim, &c, &err), &err, SP_STORE_CONFLICT, "run.busy");
     claim.skip_busy = false;
     EXPECT(sp_store_claim_attempt(s, &claim, &c, &err), &err, SP_STORE_UNAVAILABLE, "store.busy");
@@ -374,8 +383,7 @@ static void q04_claim_skips_busy(void)
     EXPECT_OK(sp_store_claim_attempt(s, &claim, &c, &err), &err);
     CHECK(c.disposition == SP_APPLIED && c.attempt_number == 1 && c.attempt.fence == 1);
     sp_claim_free(&c);
-    sp_store_close(s);
-    pg_destroy(&CTX, loc);
+    busy_close(&f);
 }
 
 /* ---- racing create_run across two connections ---- */
