@@ -57,6 +57,7 @@
  * drives the engine's API); leave behind a process it started.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -65,6 +66,7 @@
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1248,7 +1250,7 @@ typedef struct opts {
 
 typedef struct machine {
     long nproc;
-    char cpu[128], kernel[256], fs[96], sqlite[32], pg[128], restate[128], dbos[128], date[32];
+    char cpu[128], kernel[256], fs[96], sqlite[32], allocator[48], pg[128], restate[128], dbos[128], date[32];
     double load1;
 } machine;
 
@@ -1269,6 +1271,20 @@ static const char *fs_name(const char *dir, char *out, size_t n)
     }
     snprintf(out, n, "%s", name);
     return out;
+}
+
+/* The allocator this program runs on: jemalloc answers mallctl("version")
+ * (CMakeLists.txt: SPORE_JEMALLOC), otherwise it is the C library's. */
+static void allocator_name(char *out, size_t n)
+{
+    typedef int mallctl_fn(const char *, void *, size_t *, void *, size_t);
+    mallctl_fn *mallctl = (mallctl_fn *)(uintptr_t)dlsym(RTLD_DEFAULT, "mallctl");
+    const char *version = NULL;
+    size_t len = sizeof version;
+    if (mallctl && mallctl("version", &version, &len, NULL, 0) == 0 && version)
+        snprintf(out, n, "jemalloc %.*s", (int)strcspn(version, "-"), version);
+    else
+        snprintf(out, n, "glibc malloc");
 }
 
 static void machine_info(machine *m, const char *dir)
@@ -1295,6 +1311,7 @@ static void machine_info(machine *m, const char *dir)
         snprintf(m->kernel, sizeof m->kernel, "%s %s %s", u.sysname, u.release, u.machine);
     fs_name(dir, m->fs, sizeof m->fs);
     snprintf(m->sqlite, sizeof m->sqlite, "%s", sqlite3_libversion());
+    allocator_name(m->allocator, sizeof m->allocator);
     double load[1];
     m->load1 = getloadavg(load, 1) == 1 ? load[0] : NAN;
     time_t t = time(NULL);
@@ -1399,8 +1416,8 @@ static void print_table(const opts *o, const machine *m, int reps)
     printf("\nbench_compare %s: %d repetition%s, interleaved; ratios taken within each "
            "repetition\n",
            m->date, reps, reps == 1 ? "" : "s");
-    printf("machine: %ld CPU (%s), %s; files in %s (%s); SQLite %s\n", m->nproc, m->cpu,
-           m->kernel, o->base, m->fs, m->sqlite);
+    printf("machine: %ld CPU (%s), %s; files in %s (%s); SQLite %s; %s\n", m->nproc, m->cpu,
+           m->kernel, o->base, m->fs, m->sqlite, m->allocator);
     if (m->pg[0])
         printf("PostgreSQL: %s\n", m->pg);
     else
@@ -1482,8 +1499,9 @@ static json_t *jseries(const double *v, int reps)
 static void print_json(FILE *out, const opts *o, const machine *m, int reps)
 {
     json_t *jm = json_pack(
-        "{s:I,s:s,s:s,s:s,s:s,s:s,s:o}", "nproc", (json_int_t)m->nproc, "cpu", m->cpu, "kernel",
-        m->kernel, "dir", o->base, "filesystem", m->fs, "sqlite", m->sqlite, "load1_at_start",
+        "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "nproc", (json_int_t)m->nproc, "cpu", m->cpu,
+        "kernel", m->kernel, "dir", o->base, "filesystem", m->fs, "sqlite", m->sqlite,
+        "allocator", m->allocator, "load1_at_start",
         jreal(m->load1));
     json_t *params = json_pack("{s:i,s:I,s:I,s:I,s:f,s:b,s:b}", "reps", reps, "steps",
                                (json_int_t)o->steps, "runs", (json_int_t)o->runs, "run_steps",

@@ -29,6 +29,7 @@ DEMO_PACKAGES=(
                                         # render plugins and their config; never the `dot` program)
   fonts-dejavu-core                     # the font spore graph's pictures are measured and drawn with
   libmicrohttpd-dev                     # spore ui: the local web view's HTTP server (docs/ui.md)
+  libjemalloc-dev                       # the programs' allocator (CMakeLists.txt: SPORE_JEMALLOC)
   wabt                                  # libwabt.a: the interpreter inside `spore` (runners.md)
   bubblewrap                            # the local sandbox of agent steps (bwrap)
   jq                                    # JSON in the example workflows' shell steps
