@@ -171,21 +171,60 @@ int sp_engine_start_at(sp_engine *e, const json_t *workflow, const char *workflo
     return sp_engine_start_artifact(e, workflow, workflow_dir, NULL, input, start_key, out, err);
 }
 
-/* One start on its way: its key (found or new), its validation. */
+/* What every start of one workflow shares: its package, validated, sealed
+ * and digested once (with a runner's trial instantiation, once), and loaded
+ * once for the dry runs. A package that failed is every start's answer. */
+typedef struct start_plan {
+    const json_t *workflow;
+    sp_validated v;
+    sp_seal_set blobs;
+    sp_workflow *loaded; /* NULL: each dry run loads it (and says what is wrong) */
+    bool failed;
+    sp_error why;
+} start_plan;
+
+static int plan_make(const json_t *workflow, const char *workflow_dir, start_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->workflow = workflow;
+    sp_validate_opts opts = {workflow_dir, true, &plan->blobs};
+    plan->failed = sp_validate_package(workflow, &opts, &plan->v, &plan->why) != 0;
+    if (plan->failed)
+        return -1;
+    sp_kernel_failure fail;
+    bool oom = false;
+    plan->loaded = sp_workflow_load(plan->v.package, plan->v.package_len, &fail, &oom);
+    return 0;
+}
+
+static void plan_free(start_plan *plan)
+{
+    sp_workflow_free(plan->loaded);
+    sp_seal_set_free(&plan->blobs);
+    sp_validated_free(&plan->v);
+    sp_error_clear(&plan->why);
+}
+
+/* The plan's failure, as one start's answer. */
+static int plan_failure(const start_plan *plan, sp_error *err)
+{
+    return sp_fail_details(err, plan->why.code, json_incref(plan->why.details), "%s",
+                           plan->why.message);
+}
+
+/* One start on its way: its key (found or new). */
 typedef struct start_item {
     sp_run_key key;
     bool found;
-    sp_validated v;
-    sp_seal_set blobs;
     const json_t *input;          /* {} when none was given */
     const json_t *explicit_input; /* NULL when none was given */
 } start_item;
 
 /* Everything of a start before its write: the start key, the run it names
- * (if any), the validation with the run's real ID and input. */
-static int start_prepare(sp_engine *e, const json_t *workflow, const char *workflow_dir,
-                         const json_t *input, const json_t *empty, const char *start_key,
-                         start_item *it, sp_start_result *out, sp_error *err)
+ * (if any), the dry run with the run's real ID and input. */
+static int start_prepare(sp_engine *e, const start_plan *plan, const json_t *input,
+                         const json_t *empty, const char *start_key, start_item *it,
+                         sp_start_result *out, sp_error *err)
 {
     memset(out, 0, sizeof *out);
     memset(it, 0, sizeof *it);
@@ -207,25 +246,22 @@ static int start_prepare(sp_engine *e, const json_t *workflow, const char *workf
         snprintf(it->key.tenant, sizeof it->key.tenant, "%s", e->tenant);
         new_run_id(e, it->key.run_id);
     }
-    sp_validate_opts opts = {workflow_dir, true, &it->blobs};
-    return sp_validate_workflow(workflow, it->input, it->key.run_id, &opts, &it->v, err);
+    if (plan->failed)
+        return plan_failure(plan, err);
+    return sp_validate_start(plan->workflow, &plan->v, plan->loaded, it->input, it->key.run_id,
+                             err);
 }
 
 /* The start's write: the run reused, or created with its sealed blobs. */
-static int start_apply(sp_engine *e, start_item *it, const char *artifact_digest,
-                       sp_start_result *out, sp_error *err)
+static int start_apply(sp_engine *e, const start_plan *plan, start_item *it,
+                       const char *artifact_digest, sp_start_result *out, sp_error *err)
 {
     if (it->found)
-        return reuse(e, &it->key, it->v.package_digest, it->explicit_input, out, err);
-    if (put_blobs(e, &it->blobs, err))
+        return reuse(e, &it->key, plan->v.package_digest, it->explicit_input, out, err);
+    if (put_blobs(e, &plan->blobs, err))
         return -1;
-    return create(e, &it->v, artifact_digest, it->input, it->explicit_input, &it->key, out, err);
-}
-
-static void start_item_free(start_item *it)
-{
-    sp_seal_set_free(&it->blobs);
-    sp_validated_free(&it->v);
+    return create(e, &plan->v, artifact_digest, it->input, it->explicit_input, &it->key, out,
+                  err);
 }
 
 int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *workflow_dir,
@@ -235,11 +271,13 @@ int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *w
     json_t *empty = json_object();
     if (!empty)
         return sp_oom(err);
+    start_plan plan;
+    plan_make(workflow, workflow_dir, &plan);
     start_item it;
-    int rc = start_prepare(e, workflow, workflow_dir, input, empty, start_key, &it, out, err);
+    int rc = start_prepare(e, &plan, input, empty, start_key, &it, out, err);
     if (rc == 0)
-        rc = start_apply(e, &it, artifact_digest, out, err);
-    start_item_free(&it);
+        rc = start_apply(e, &plan, &it, artifact_digest, out, err);
+    plan_free(&plan);
     json_decref(empty);
     return rc;
 }
@@ -247,9 +285,9 @@ int sp_engine_start_artifact(sp_engine *e, const json_t *workflow, const char *w
 /* The prepared starts' writes in one store batch: one durable commit for
  * all. False when the batch failed (nothing of it is stored): the caller
  * makes each write again on its own. */
-static bool apply_batched(sp_engine *e, start_item *items, const bool *prepared, size_t n,
-                          const char *artifact_digest, sp_start_result *out, sp_error *errs,
-                          bool *applied)
+static bool apply_batched(sp_engine *e, const start_plan *plan, start_item *items,
+                          const bool *prepared, size_t n, const char *artifact_digest,
+                          sp_start_result *out, sp_error *errs, bool *applied)
 {
     sp_error err = {0};
     if (ledger_batch_begin(e, &err) != SP_STORE_OK) {
@@ -259,7 +297,8 @@ static bool apply_batched(sp_engine *e, start_item *items, const bool *prepared,
     e->batch_failed = e->batch_missed = false;
     for (size_t i = 0; i < n && !e->batch_failed; i++)
         if (prepared[i])
-            applied[i] = start_apply(e, &items[i], artifact_digest, &out[i], &errs[i]) == 0;
+            applied[i] =
+                start_apply(e, plan, &items[i], artifact_digest, &out[i], &errs[i]) == 0;
     if (e->batch_failed) {
         ledger_batch_abort(e);
         return false;
@@ -287,24 +326,26 @@ int sp_engine_start_many(sp_engine *e, const json_t *workflow, const char *workf
         return sp_oom(err);
     }
     bool *prepared = flags, *applied = flags + n + 1;
+    start_plan plan;
+    plan_make(workflow, workflow_dir, &plan);
     for (size_t i = 0; i < n; i++)
-        prepared[i] = start_prepare(e, workflow, workflow_dir, inputs ? inputs[i] : NULL, empty,
+        prepared[i] = start_prepare(e, &plan, inputs ? inputs[i] : NULL, empty,
                                     start_keys ? start_keys[i] : NULL, &items[i], &out[i],
                                     &errs[i]) == 0;
-    if (!apply_batched(e, items, prepared, n, artifact_digest, out, errs, applied))
+    if (!apply_batched(e, &plan, items, prepared, n, artifact_digest, out, errs, applied))
         for (size_t i = 0; i < n; i++) { /* nothing of the batch is stored: one by one */
             if (!prepared[i])
                 continue;
             sp_error_clear(&errs[i]);
             out[i].created = false;
             memset(&out[i].key, 0, sizeof out[i].key);
-            applied[i] = start_apply(e, &items[i], artifact_digest, &out[i], &errs[i]) == 0;
+            applied[i] =
+                start_apply(e, &plan, &items[i], artifact_digest, &out[i], &errs[i]) == 0;
         }
     size_t failed = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         failed += !applied[i];
-        start_item_free(&items[i]);
-    }
+    plan_free(&plan);
     json_decref(empty), free(items), free(flags);
     return (int)failed;
 }

@@ -84,8 +84,8 @@ static int seal_actions(json_t *doc, const sp_validate_opts *opts, sp_error *err
     return rc;
 }
 
-static int dry_run(const json_t *doc, const sp_validated *v, const json_t *input,
-                   const char *run_id, sp_error *err)
+static int dry_run(const json_t *doc, const sp_validated *v, const sp_workflow *loaded,
+                   const json_t *input, const char *run_id, sp_error *err)
 {
     json_t *payload = json_pack("{s:s,s:s,s:O}", "tenant", "default", "runId",
                                 run_id ? run_id : VALIDATE_RUN_ID, "input",
@@ -103,6 +103,7 @@ static int dry_run(const json_t *doc, const sp_validated *v, const json_t *input
                      SP_CODEC_VERSION},
         .graph = v->package,
         .graph_len = v->package_len,
+        .loaded_graph = loaded,
         .event = {"start", 1, 0, "run.started", bytes, len, NULL},
         .limits = sp_kernel_default_limits(semantics),
     };
@@ -137,8 +138,8 @@ static json_t *built(const json_t *doc, const sp_validate_opts *opts, sp_error *
     return copy;
 }
 
-int sp_validate_workflow(const json_t *doc, const json_t *input, const char *run_id,
-                         const sp_validate_opts *opts, sp_validated *out, sp_error *err)
+int sp_validate_package(const json_t *doc, const sp_validate_opts *opts, sp_validated *out,
+                        sp_error *err)
 {
     memset(out, 0, sizeof *out);
     json_t *package = built(doc, opts, err);
@@ -151,7 +152,21 @@ int sp_validate_workflow(const json_t *doc, const json_t *input, const char *run
     sp_digest_one("package", out->package, out->package_len, out->package_digest);
     out->nnodes = json_object_size(json_object_get(doc, "nodes"));
     out->nactions = json_object_size(json_object_get(doc, "actions"));
-    if (dry_run(doc, out, input, run_id, err)) {
+    return 0;
+}
+
+int sp_validate_start(const json_t *doc, const sp_validated *v, const sp_workflow *loaded,
+                      const json_t *input, const char *run_id, sp_error *err)
+{
+    return dry_run(doc, v, loaded, input, run_id, err);
+}
+
+int sp_validate_workflow(const json_t *doc, const json_t *input, const char *run_id,
+                         const sp_validate_opts *opts, sp_validated *out, sp_error *err)
+{
+    if (sp_validate_package(doc, opts, out, err))
+        return -1;
+    if (sp_validate_start(doc, out, NULL, input, run_id, err)) {
         sp_validated_free(out);
         return -1;
     }

@@ -44,6 +44,16 @@ typedef struct sp_validate_opts {
 int sp_validate_workflow(const json_t *doc, const json_t *input, const char *run_id,
                          const sp_validate_opts *opts, sp_validated *out, sp_error *err);
 
+/* The two halves of sp_validate_workflow, for many starts of one workflow
+ * (sp_engine_start_many): the package once - built, sealed, digested -
+ * then a dry run per start. `loaded` is the package loaded once by
+ * sp_workflow_load() (a cache; NULL: the dry run loads it, and reports
+ * what is wrong with it). */
+int sp_validate_package(const json_t *doc, const sp_validate_opts *opts, sp_validated *out,
+                        sp_error *err);
+int sp_validate_start(const json_t *doc, const sp_validated *v, const struct sp_workflow *loaded,
+                      const json_t *input, const char *run_id, sp_error *err);
+
 void sp_validated_free(sp_validated *v);
 
 #endif

@@ -385,6 +385,23 @@ static void test_start_many(spore_db *db)
     CHECK_INT(spore_start_many(db, NULL, 1, NULL, NULL, NULL, NULL, NULL, &err), -1);
     CHECK_STR(err.code, "usage");
     spore_error_clear(&err);
+    /* a package that fails its validation (validated once for all the
+     * starts) is each start's answer; a bad key still answers first */
+    const char *no_kind = "{\"format\":\"runspore.workflow/0.1\",\"name\":\"x\",\"start\":\"a\","
+                          "\"actions\":{\"a\":{\"effect\":\"pure\"}},\"nodes\":{\"a\":{\"kind\":"
+                          "\"activity\",\"action\":\"a\",\"outcomes\":{\"ok\":\"b\"}},\"b\":{\"kind\":"
+                          "\"complete\"}}}";
+    const char *bad_keys[3] = {"nk-0", "bad key", "nk-2"};
+    memset(errors, 0, sizeof errors);
+    CHECK_INT(spore_start_many(db, no_kind, 3, NULL, bad_keys, run_ids, created, errors, &err),
+              3);
+    CHECK_STR(errors[0].code, "action.kind-missing");
+    CHECK_STR(errors[1].code, "usage.invalid-value");
+    CHECK_STR(errors[2].code, "action.kind-missing");
+    for (int i = 0; i < 3; i++) {
+        CHECK(run_ids[i] == NULL && !created[i]);
+        spore_error_clear(&errors[i]);
+    }
 }
 
 /* A function nobody registered fails its step (not retryable). */
