@@ -181,11 +181,12 @@ typedef struct wal_fixture {
     sp_run_key k;
 } wal_fixture;
 
-static bool wal_open(wal_fixture *f, const char *run)
+/* The store at `db` (created when new), with a run of its own. */
+static bool wal_join(wal_fixture *f, const char *db, const char *run)
 {
     sp_error err = {0};
     manual_clock_set(&f->clock, 1000);
-    sq_fresh(&CTX, f->db);
+    snprintf(f->db, sizeof f->db, "%s", db);
     snprintf(f->wal, sizeof f->wal, "%s-wal", f->db);
     f->s = open_at(f->db, &f->clock, &err);
     CHECK(f->s != NULL);
@@ -196,6 +197,13 @@ static bool wal_open(wal_fixture *f, const char *run)
     sp_error_clear(&err);
     sp_store_close(f->s);
     return false;
+}
+
+static bool wal_open(wal_fixture *f, const char *run)
+{
+    char db[STORE_LOCATION_MAX];
+    sq_fresh(&CTX, db);
+    return wal_join(f, db, run);
 }
 
 static void wal_close(wal_fixture *f)
@@ -318,20 +326,103 @@ static void q04_checkpoint_reader(void)
     wal_close(&f);
 }
 
-/* One signal with a 3 KiB body: a commit of about one page of its own. */
-static void wal_wide_signal(wal_fixture *f, int n)
+/* One signal with a body padded to `pad` bytes (a 3 KiB body: a commit of
+ * about one page of its own). */
+static void wal_padded_signal(wal_fixture *f, int n, int pad)
 {
-    char id[32], request_id[48], event_id[48], json[3200];
+    char id[32], request_id[48], event_id[48];
+    char *json = malloc((size_t)pad + 64);
+    if (!json) {
+        CHECK(json != NULL);
+        return;
+    }
     snprintf(id, sizeof id, "w%d", n);
     snprintf(request_id, sizeof request_id, "signal/%s", id);
     snprintf(event_id, sizeof event_id, "sig:%s", id);
-    snprintf(json, sizeof json, "{\"name\":\"go\",\"pad\":\"%3000d\"}", n);
+    snprintf(json, (size_t)pad + 64, "{\"name\":\"go\",\"pad\":\"%*d\"}", pad, n);
     fx_body body = fx_body_of(json);
     sp_append_event_req req = {f->k, request_id, event_id, "signal.received", fx_evidence(&body)};
     sp_append_event_res a;
     sp_error err = {0};
     EXPECT_OK(sp_store_append_event(f->s, &req, &a, &err), &err);
     fx_body_free(&body);
+    free(json);
+}
+
+static void wal_wide_signal(wal_fixture *f, int n)
+{
+    wal_padded_signal(f, n, 3000);
+}
+
+/* Signals n .. n+3 in one batch, committed as an engine commits (its
+ * flush left to the store's flusher). */
+static void wal_batch(wal_fixture *f, int n)
+{
+    sp_error err = {0};
+    uint64_t ticket = 0;
+    EXPECT_OK(sp_store_batch_begin(f->s, &err), &err);
+    for (int i = 0; i < 4; i++)
+        wal_padded_signal(f, n + i, 10000);
+    EXPECT_OK(sp_store_batch_commit_deferred(f->s, &ticket, &err), &err);
+}
+
+/* Another worker process on the same file, reading as a worker does
+ * between its turns at the write lock: it reads the store's path from `go`
+ * (once the store exists), then holds one snapshot after another - each
+ * for 2 ms, the next at once - until it is killed. */
+static void contending_reader(int go)
+{
+    char db[STORE_LOCATION_MAX] = {0};
+    sqlite3 *r = NULL;
+    if (read(go, db, sizeof db - 1) <= 0 || sqlite3_open_v2(db, &r, SQLITE_OPEN_READONLY, NULL))
+        _exit(1);
+    sqlite3_busy_timeout(r, 5000);
+    for (;;) {
+        sqlite3_exec(r, "BEGIN; SELECT count(*) FROM runs;", NULL, NULL, NULL);
+        usleep(2000);
+        sqlite3_exec(r, "COMMIT", NULL, NULL, NULL);
+    }
+}
+
+/* Two workers on one file: each begins its next transaction as soon as
+ * the other's commit releases the write lock, before that commit's
+ * checkpoint, so no PASSIVE checkpoint leaves the WAL copied to its end
+ * when a writer begins, and no writer can start the WAL over - it grew
+ * past 140,000 pages (580 MB) in a run of two bench_compare worker
+ * processes. Past CHECKPOINT_WRITER_FACTOR x the mark (16,000 pages) the
+ * writer's checkpoint is RESTART: it waits for the other's transaction and
+ * snapshot to end, and the next commit starts the WAL over. Another
+ * process holds one snapshot after another while this one appends about
+ * twice that bound (12,000 signals of 10 KB, four to a batch, committed as
+ * an engine commits): the -wal file never holds 18,000 pages (with PASSIVE
+ * checkpoints only, it grew to the pages appended). */
+static void q04_checkpoint_contended(void)
+{
+    wal_fixture f;
+    int go[2];
+    CHECK(pipe(go) == 0);
+    pid_t child = fork(); /* before the store's threads */
+    if (child == 0) {
+        close(go[1]);
+        contending_reader(go[0]);
+    }
+    close(go[0]);
+    bool opened = child > 0 && wal_open(&f, "run_contended");
+    CHECK(opened && write(go[1], f.db, strlen(f.db)) == (ssize_t)strlen(f.db));
+    close(go[1]);
+    long most = 0;
+    for (int n = 0; opened && n < 12000; n += 4) {
+        wal_batch(&f, n);
+        long now = file_size(f.wal);
+        most = now > most ? now : most;
+    }
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+    }
+    CHECK(most > 4000L * WAL_FRAME && most < 18000L * WAL_FRAME);
+    if (opened)
+        wal_close(&f);
 }
 
 /* A batch's changed pages stay in the connection's page cache until its
@@ -365,6 +456,7 @@ static void q04_errors(void)
     q04_checkpoint();
     q04_checkpoint_rounds();
     q04_checkpoint_reader();
+    q04_checkpoint_contended();
     q04_cache();
     printf("sqlite Q04 schema and error mapping: %s\n", check_failures == before ? "ok" : "FAILED");
 }

@@ -234,17 +234,17 @@ static int exec_cached(sq_conn *c, const char *sql)
  * tries: with several workers on one file each would lose most of a batch's
  * time asleep after the lock was free again. This one tries again after
  * 50 us, doubling to at most 1 ms, for SP_SQLITE_BUSY_TIMEOUT_MS in all
- * (then store.busy). */
+ * (then store.busy), or for the milliseconds `ctx` points to. */
 static int busy_wait(void *ctx, int tries)
 {
-    (void)ctx;
+    const unsigned budget_ms = ctx ? *(const unsigned *)ctx : SP_SQLITE_BUSY_TIMEOUT_MS;
     /* steps of 50, 100, 200, 400, 800 us, then 1 ms: slept so far, and now */
     enum { DOUBLINGS = 5, FIRST_US = 50, MAX_US = 1000 };
     uint64_t n = tries < 0 ? 0 : (uint64_t)tries;
     uint64_t slept = n <= DOUBLINGS ? FIRST_US * ((UINT64_C(1) << n) - 1)
                                     : FIRST_US * ((1u << DOUBLINGS) - 1) + MAX_US * (n - DOUBLINGS);
     uint64_t step = n < DOUBLINGS ? FIRST_US << n : MAX_US;
-    if (slept >= (uint64_t)SP_SQLITE_BUSY_TIMEOUT_MS * 1000u)
+    if (slept >= (uint64_t)budget_ms * 1000u)
         return 0;
     struct timespec ts = {0, (long)step * 1000L};
     nanosleep(&ts, NULL);
@@ -523,7 +523,17 @@ static bool handed_over(sq_conn *c, int pages)
  * bulk of each checkpoint is the checkpointer's (handed_over); the hook's
  * own is the short rest. Runs after the commit is written and its lock
  * released; its failure changes nothing committed, so it is not reported (a
- * later commit tries again). */
+ * later commit tries again).
+ *
+ * Workers in several processes take turns at the write lock: each begins
+ * its transaction as soon as the other's commit released the lock, before
+ * that commit's checkpoint, so when a writer begins the WAL is never copied
+ * to its end and no writer can start it over - it grew past 140,000 pages
+ * (580 MB) in a run of two worker processes. Past CHECKPOINT_WRITER_FACTOR
+ * x the mark the hook's checkpoint is therefore RESTART: it takes the write
+ * lock, copies the rest, waits until no reader uses the WAL (at most
+ * SP_SQLITE_RESTART_WAIT_MS), and the next commit starts the WAL over.
+ * A worker alone never gets there (its own checkpoints restart the WAL). */
 static int checkpoint_hook(void *ctx, sqlite3 *db, const char *schema, int pages)
 {
     sq_conn *c = ctx;
@@ -536,11 +546,19 @@ static int checkpoint_hook(void *ctx, sqlite3 *db, const char *schema, int pages
     }
     if (pages < c->checkpoint_at || handed_over(c, pages))
         return SQLITE_OK;
+    bool bound = pages >= SP_SQLITE_CHECKPOINT_PAGES * CHECKPOINT_WRITER_FACTOR;
+    static const unsigned restart_wait_ms = SP_SQLITE_RESTART_WAIT_MS;
+    if (bound)
+        sqlite3_busy_handler(db, busy_wait, (void *)&restart_wait_ms);
     int in_wal = -1, copied = -1;
-    int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &in_wal, &copied);
+    int rc = sqlite3_wal_checkpoint_v2(
+        db, schema, bound ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE, &in_wal,
+        &copied);
+    if (bound)
+        sqlite3_busy_handler(db, busy_wait, NULL);
     bool complete = rc == SQLITE_OK && copied >= in_wal;
-    c->checkpoint_at =
-        complete ? SP_SQLITE_CHECKPOINT_PAGES : pages + SP_SQLITE_CHECKPOINT_RETRY_PAGES;
+    int retry = bound ? SP_SQLITE_CHECKPOINT_RETRY_PAGES / 4 : SP_SQLITE_CHECKPOINT_RETRY_PAGES;
+    c->checkpoint_at = complete ? SP_SQLITE_CHECKPOINT_PAGES : pages + retry;
     return SQLITE_OK;
 }
 

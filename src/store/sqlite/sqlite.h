@@ -31,6 +31,11 @@
 /* A checkpoint that a reader's snapshot stopped short is tried again once
  * the WAL has grown by this many pages, not after every commit. */
 #define SP_SQLITE_CHECKPOINT_RETRY_PAGES 1000
+/* Past 4 x SP_SQLITE_CHECKPOINT_PAGES the writer's checkpoint is RESTART
+ * (driver.c, checkpoint_hook): it waits this long at most for the other
+ * workers' write and snapshots to end, and is tried again every quarter
+ * of SP_SQLITE_CHECKPOINT_RETRY_PAGES while it does not succeed. */
+#define SP_SQLITE_RESTART_WAIT_MS 100
 /* The page cache of a connection, in KiB (SQLite's default is 2000). A
  * batch that settles a pass's worth of steps (256 runs) changes ~1,500
  * pages; past the cache, SQLite spills changed pages into the WAL in the
