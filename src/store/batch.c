@@ -164,6 +164,8 @@ void sp_store_counters_get(sp_store *s, sp_store_counters *out)
 {
     out->commits = atomic_load_explicit(&s->commits, memory_order_relaxed);
     out->statements = atomic_load_explicit(&s->statements, memory_order_relaxed);
+    if (s->driver->own_statements)
+        out->statements += s->driver->own_statements(s->conn);
     out->round_trips = s->driver->round_trips ? s->driver->round_trips(s->conn) : 0;
     out->predicted = atomic_load_explicit(&s->predicted, memory_order_relaxed);
     out->missed = atomic_load_explicit(&s->missed, memory_order_relaxed);

@@ -815,6 +815,7 @@ static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
  * (flush.c makes it durable). */
 static sp_store_rc commit_without_flush(pg_conn *c, sp_error *err)
 {
+    atomic_fetch_add_explicit(&c->own_statements, 1, memory_order_relaxed);
     return sp_pg_write(c, "SELECT set_config('synchronous_commit', 'off', true)", NULL, 0, -1,
                        err);
 }
@@ -977,6 +978,12 @@ static uint64_t pg_round_trips(void *conn)
     return atomic_load_explicit(&c->round_trips, memory_order_relaxed);
 }
 
+static uint64_t pg_own_statements(void *conn)
+{
+    pg_conn *c = conn;
+    return atomic_load_explicit(&c->own_statements, memory_order_relaxed);
+}
+
 static const sp_db_driver PG_DRIVER = {
     .name = "postgres",
     .dialect = {.for_update = " FOR UPDATE", .skip_locked = " FOR UPDATE SKIP LOCKED",
@@ -994,6 +1001,7 @@ static const sp_db_driver PG_DRIVER = {
     .close = pg_close,
     .listen = sp_pg_listen,
     .round_trips = pg_round_trips,
+    .own_statements = pg_own_statements,
     .write = sp_pg_write,
     .query_all = pg_query_all,
 };

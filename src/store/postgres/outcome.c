@@ -52,6 +52,7 @@ sp_store_rc sp_pg_mark(pg_conn *c, sp_error *err)
 {
     sp_db_val params[2] = {{.type = SP_DB_TEXT, .s = c->session, .len = strlen(c->session)},
                            {.type = SP_DB_INT, .i = (int64_t)++c->mark}};
+    atomic_fetch_add_explicit(&c->own_statements, 1, memory_order_relaxed);
     return sp_pg_write(c, MARK_SQL, params, 2, 1, err);
 }
 

@@ -41,6 +41,7 @@ typedef struct pg_conn {
     char *secrets[4]; /* the URL's passwords (userinfo, parameter) as written and decoded */
     char *url;        /* as given: the listener connects with it (never shown) */
     atomic_ullong round_trips; /* requests sent to the server and waited for */
+    atomic_ullong own_statements; /* marks and settings sent inside the logic's transactions */
     /* writes sent in pipeline mode, not yet answered (driver.c: flush): a
      * batch's settles', up to this many (their answers, some 50 bytes each,
      * stay well inside the socket's buffers while more is sent) */
