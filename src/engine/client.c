@@ -183,18 +183,18 @@ typedef struct start_plan {
     sp_error why;
 } start_plan;
 
-static int plan_make(const json_t *workflow, const char *workflow_dir, start_plan *plan)
+/* The plan of starts of `workflow`; a failure is kept in it (plan->why). */
+static void plan_make(const json_t *workflow, const char *workflow_dir, start_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
     plan->workflow = workflow;
     sp_validate_opts opts = {workflow_dir, true, &plan->blobs};
     plan->failed = sp_validate_package(workflow, &opts, &plan->v, &plan->why) != 0;
     if (plan->failed)
-        return -1;
-    sp_kernel_failure fail;
+        return;
+    sp_kernel_failure fail; /* a package the kernel refuses: each dry run says so */
     bool oom = false;
     plan->loaded = sp_workflow_load(plan->v.package, plan->v.package_len, &fail, &oom);
-    return 0;
 }
 
 static void plan_free(start_plan *plan)
