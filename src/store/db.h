@@ -146,8 +146,8 @@ typedef struct sp_db_driver {
     /* Optional: the client/server round trips so far (NULL: none, SQLite). */
     uint64_t (*round_trips)(void *conn);
     /* Optional: the statements the driver sent on its own inside the
-     * logic's transactions so far (PostgreSQL: a commit's mark and a
-     * deferred commit's setting), counted with the logic's own in
+     * logic's transactions so far (PostgreSQL: a commit's mark), counted
+     * with the logic's own in
      * sp_store_counters.statements. */
     uint64_t (*own_statements)(void *conn);
     /* Optional (NULL: the shared logic uses query): a write whose rows are

@@ -888,9 +888,9 @@ bool sp_store_batch_writes(const sp_store *s);
 /* What this store handle has done since it was opened: durable commits
  * (write transactions committed, a batch counting once) and statements
  * sent (queries, BEGINs, COMMITs and savepoint statements, and what the
- * driver adds to a transaction - PostgreSQL's commit mark and deferred
- * commit setting; rollbacks and the flusher's own transactions not
- * counted). For tests that count, and for benchmarks. */
+ * driver adds to a transaction - PostgreSQL's commit mark; rollbacks and
+ * the flusher's own transactions not counted). For tests that count, and
+ * for benchmarks. */
 typedef struct sp_store_counters {
     uint64_t commits;
     uint64_t statements;

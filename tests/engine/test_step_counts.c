@@ -78,9 +78,10 @@
 /* PostgreSQL: 17.5 measured while a request kept its SAVEPOINT and RELEASE
  * there (its pipelined writes answered at the RELEASE); 14.4 since the
  * batch's first request runs bare and its writes answer at the COMMIT, 13.3
- * without the schedule command's look-up (2026-12-03); 15.2 since the
+ * without the schedule command's look-up (2026-12-03); 15.2 once the
  * statements the driver adds to the commit - its commit mark and the
- * deferred commit's setting - are counted too (2026-12-07). */
+ * deferred commit's setting - were counted too, 14.2 with the setting made
+ * by the mark's statement (2026-12-07). */
 #define STATEMENTS_PER_STEP_PG 16
 /* PostgreSQL: every request sent and waited for (the lock read with the
  * database's clock - BEGIN goes with it - and behind it, in the same

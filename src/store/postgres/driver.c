@@ -811,23 +811,13 @@ static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
     return rc;
 }
 
-/* This transaction's COMMIT returns before its WAL is on the server's disk
- * (flush.c makes it durable). */
-static sp_store_rc commit_without_flush(pg_conn *c, sp_error *err)
-{
-    atomic_fetch_add_explicit(&c->own_statements, 1, memory_order_relaxed);
-    return sp_pg_write(c, "SELECT set_config('synchronous_commit', 'off', true)", NULL, 0, -1,
-                       err);
-}
-
 /* The transaction's COMMIT - after its commit mark when `marked`, left
- * unflushed when `deferred` - and what its answer says. */
+ * unflushed (flush.c makes it durable) when `deferred`, which only a marked
+ * commit is - and what its answer says. */
 static sp_store_rc commit_answer(pg_conn *c, bool marked, bool deferred, sp_error *err)
 {
     PGresult *res = NULL;
-    sp_store_rc failed = deferred ? commit_without_flush(c, err) : SP_STORE_OK;
-    if (!failed && marked)
-        failed = sp_pg_mark(c, err);
+    sp_store_rc failed = marked ? sp_pg_mark(c, deferred, err) : SP_STORE_OK;
     if (!failed) /* a deferred write that failed: nothing commits */
         failed = send_commit(c, &res, err);
     if (failed) {

@@ -39,6 +39,14 @@ static const char MARK_SQL[] =
     "INSERT INTO commit_marks (session, mark, at_ms) VALUES (?, ?, " SP_PG_NOW_MS ")"
     " ON CONFLICT (session) DO UPDATE SET mark = EXCLUDED.mark, at_ms = EXCLUDED.at_ms";
 
+/* The same, in a transaction whose COMMIT is to return before its WAL is on
+ * the server's disk (flush.c makes it durable): the statement also sets
+ * synchronous_commit off for this transaction - one statement, not two. */
+static const char MARK_UNFLUSHED_SQL[] =
+    "INSERT INTO commit_marks (session, mark, at_ms) SELECT ?, ?, " SP_PG_NOW_MS
+    " FROM (SELECT set_config('synchronous_commit', 'off', true)) unflushed"
+    " ON CONFLICT (session) DO UPDATE SET mark = EXCLUDED.mark, at_ms = EXCLUDED.at_ms";
+
 void sp_pg_marks_init(pg_conn *c) { sp_random_hex(c->session, sizeof c->session / 2); }
 
 void sp_pg_marks_open(pg_conn *c)
@@ -48,12 +56,12 @@ void sp_pg_marks_open(pg_conn *c)
     PQclear(PQexec(c->db, "DELETE FROM commit_marks WHERE at_ms < " SP_PG_NOW_MS " - " SILENT_MS));
 }
 
-sp_store_rc sp_pg_mark(pg_conn *c, sp_error *err)
+sp_store_rc sp_pg_mark(pg_conn *c, bool unflushed, sp_error *err)
 {
     sp_db_val params[2] = {{.type = SP_DB_TEXT, .s = c->session, .len = strlen(c->session)},
                            {.type = SP_DB_INT, .i = (int64_t)++c->mark}};
     atomic_fetch_add_explicit(&c->own_statements, 1, memory_order_relaxed);
-    return sp_pg_write(c, MARK_SQL, params, 2, 1, err);
+    return sp_pg_write(c, unflushed ? MARK_UNFLUSHED_SQL : MARK_SQL, params, 2, 1, err);
 }
 
 /* The session's mark as the server holds it, once the transaction that may

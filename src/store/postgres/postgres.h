@@ -41,7 +41,7 @@ typedef struct pg_conn {
     char *secrets[4]; /* the URL's passwords (userinfo, parameter) as written and decoded */
     char *url;        /* as given: the listener connects with it (never shown) */
     atomic_ullong round_trips; /* requests sent to the server and waited for */
-    atomic_ullong own_statements; /* marks and settings sent inside the logic's transactions */
+    atomic_ullong own_statements; /* commit marks sent inside the logic's transactions */
     /* writes sent in pipeline mode, not yet answered (driver.c: flush): a
      * batch's settles', up to this many (their answers, some 50 bytes each,
      * stay well inside the socket's buffers while more is sent) */
@@ -118,11 +118,13 @@ sp_store_rc sp_pg_write(void *conn, const char *sql, const sp_db_val *params, si
 
 /* Commit marks (outcome.c): the connection's session name; the store's
  * marks in use (a writer's open), stale ones removed; the next mark sent
- * (deferred) in the transaction under way, just before its COMMIT; the
- * driver's commit_outcome. */
+ * (deferred) in the transaction under way, just before its COMMIT - with
+ * `unflushed`, the same statement lets that COMMIT return before its WAL
+ * is on disk (synchronous_commit off for the transaction); the driver's
+ * commit_outcome. */
 void sp_pg_marks_init(pg_conn *c);
 void sp_pg_marks_open(pg_conn *c);
-sp_store_rc sp_pg_mark(pg_conn *c, sp_error *err);
+sp_store_rc sp_pg_mark(pg_conn *c, bool unflushed, sp_error *err);
 sp_store_rc sp_pg_commit_outcome(void *conn, sp_commit_outcome *out, sp_error *err);
 
 /* Deferred commits (flush.c): the connection's flusher, started on first
