@@ -147,8 +147,7 @@ typedef struct sp_db_driver {
     uint64_t (*round_trips)(void *conn);
     /* Optional: the statements the driver sent on its own inside the
      * logic's transactions so far (PostgreSQL: a commit's mark), counted
-     * with the logic's own in
-     * sp_store_counters.statements. */
+     * with the logic's own in sp_store_counters.statements. */
     uint64_t (*own_statements)(void *conn);
     /* Optional (NULL: the shared logic uses query): a write whose rows are
      * not read, that the driver may send without waiting for its answer
