@@ -1250,7 +1250,8 @@ typedef struct opts {
 
 typedef struct machine {
     long nproc;
-    char cpu[128], kernel[256], fs[96], sqlite[32], allocator[48], pg[128], restate[128], dbos[128], date[32];
+    char cpu[128], kernel[256], fs[96], sqlite[32], allocator[48];
+    char pg[128], restate[128], dbos[128], date[32];
     double load1;
 } machine;
 

@@ -78,13 +78,14 @@ static size_t snapshot_cap(const char *s, size_t len)
 
 static sp_store_rc check_snapshot(const sp_commit_turn_req *req, sp_error *err)
 {
-    char digest[SP_DIGEST_TEXT_LEN + 1];
-    if (!req->snapshot_digest_computed)
+    if (!req->snapshot_digest_computed) {
+        char digest[SP_DIGEST_TEXT_LEN + 1];
         sp_digest_one("state", req->snapshot, req->snapshot_len, digest);
-    if (!req->snapshot_digest_computed && strcmp(digest, req->snapshot_digest) != 0)
-        return lg_fail(err, SP_STORE_CONFLICT, "snapshot.digest-mismatch",
-                       "snapshot digest %s does not match the snapshot (%s)", req->snapshot_digest,
-                       digest);
+        if (strcmp(digest, req->snapshot_digest) != 0)
+            return lg_fail(err, SP_STORE_CONFLICT, "snapshot.digest-mismatch",
+                           "snapshot digest %s does not match the snapshot (%s)",
+                           req->snapshot_digest, digest);
+    }
     size_t cap = snapshot_cap(req->snapshot, req->snapshot_len);
     if (req->snapshot_len > cap)
         return lg_fail(err, SP_STORE_QUOTA, "snapshot.too-large",

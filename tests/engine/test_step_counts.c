@@ -65,6 +65,7 @@
 #include "check.h"
 #include "engine/engine.h"
 #include "runners/native.h"
+#include "store/sqlite/sqlite.h"
 #include "store/store.h"
 
 #define STEPS 100
@@ -752,9 +753,6 @@ static void start_many(const char *location, const char *label)
     fixture_close(&f);
 }
 
-/* SQLite's busy timeout (SP_SQLITE_BUSY_TIMEOUT_MS, src/store/sqlite/sqlite.h). */
-#define BUSY_TIMEOUT_MS 5000
-
 /* start_many_batch_lost(): the starts of one call, on a thread of their own */
 typedef struct starter {
     pthread_t thread;
@@ -795,11 +793,11 @@ static void start_many_batch_lost(const char *location)
     sp_store_counters before, after;
     sp_store_counters_get(f.store, &before);
     pthread_create(&t.thread, NULL, starter_main, &t);
-    /* the batch's first write gives up after sleeping BUSY_TIMEOUT_MS in
+    /* the batch's first write gives up after sleeping SP_SQLITE_BUSY_TIMEOUT_MS in
      * all, later than that on a loaded machine (each sleep runs over): the
      * lock is held three times as long; the starts made again alone wait
      * for it (retried until --store-retry-ms, 60 s) */
-    usleep(3 * BUSY_TIMEOUT_MS * 1000);
+    usleep(3 * SP_SQLITE_BUSY_TIMEOUT_MS * 1000);
     sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(lock);
     pthread_join(t.thread, NULL);

@@ -124,6 +124,13 @@ static const char UNREGISTERED[] =
     " \"nodes\":{\"a\":{\"kind\":\"activity\",\"action\":\"a\",\"outcomes\":{\"ok\":\"done\"}},"
     "            \"done\":{\"kind\":\"complete\"}}}";
 
+/* An action without a kind: refused by the validation (action.kind-missing). */
+static const char NO_KIND[] =
+    "{\"format\":\"runspore.workflow/0.1\",\"name\":\"x\",\"start\":\"a\","
+    "\"actions\":{\"a\":{\"effect\":\"pure\"}},\"nodes\":{\"a\":{\"kind\":"
+    "\"activity\",\"action\":\"a\",\"outcomes\":{\"ok\":\"b\"}},\"b\":{\"kind\":"
+    "\"complete\"}}}";
+
 /* ---- helpers ---- */
 
 static json_t *status_of(spore_db *db, const char *run_id)
@@ -387,13 +394,9 @@ static void test_start_many(spore_db *db)
     spore_error_clear(&err);
     /* a package that fails its validation (validated once for all the
      * starts) is each start's answer; a bad key still answers first */
-    const char *no_kind = "{\"format\":\"runspore.workflow/0.1\",\"name\":\"x\",\"start\":\"a\","
-                          "\"actions\":{\"a\":{\"effect\":\"pure\"}},\"nodes\":{\"a\":{\"kind\":"
-                          "\"activity\",\"action\":\"a\",\"outcomes\":{\"ok\":\"b\"}},\"b\":{\"kind\":"
-                          "\"complete\"}}}";
     const char *bad_keys[3] = {"nk-0", "bad key", "nk-2"};
     memset(errors, 0, sizeof errors);
-    CHECK_INT(spore_start_many(db, no_kind, 3, NULL, bad_keys, run_ids, created, errors, &err),
+    CHECK_INT(spore_start_many(db, NO_KIND, 3, NULL, bad_keys, run_ids, created, errors, &err),
               3);
     CHECK_STR(errors[0].code, "action.kind-missing");
     CHECK_STR(errors[1].code, "usage.invalid-value");
@@ -435,15 +438,7 @@ static int start_invalid(spore_error *e)
     return start_text(e, "{\"format\":\"runspore.workflow/0.1\",\"name\":\"x\",\"start\":\"a\"}",
                       NULL, NULL);
 }
-static int start_no_kind(spore_error *e)
-{
-    return start_text(e,
-                      "{\"format\":\"runspore.workflow/0.1\",\"name\":\"x\",\"start\":\"a\","
-                      "\"actions\":{\"a\":{\"effect\":\"pure\"}},\"nodes\":{\"a\":{\"kind\":"
-                      "\"activity\",\"action\":\"a\",\"outcomes\":{\"ok\":\"b\"}},\"b\":{\"kind\":"
-                      "\"complete\"}}}",
-                      NULL, NULL);
-}
+static int start_no_kind(spore_error *e) { return start_text(e, NO_KIND, NULL, NULL); }
 static int start_bad_key(spore_error *e) { return start_text(e, ORDER, NULL, "a key"); }
 static int start_null(spore_error *e) { return start_text(e, NULL, NULL, NULL); }
 static int start_other_workflow(spore_error *e)
