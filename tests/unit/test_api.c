@@ -124,6 +124,9 @@ static const char UNREGISTERED[] =
     " \"nodes\":{\"a\":{\"kind\":\"activity\",\"action\":\"a\",\"outcomes\":{\"ok\":\"done\"}},"
     "            \"done\":{\"kind\":\"complete\"}}}";
 
+/* No nodes: the package builds, the kernel refuses it (workflow.invalid). */
+static const char NO_NODES[] = "{\"format\":\"runspore.workflow/0.1\",\"name\":\"x\",\"start\":\"a\"}";
+
 /* An action without a kind: refused by the validation (action.kind-missing). */
 static const char NO_KIND[] =
     "{\"format\":\"runspore.workflow/0.1\",\"name\":\"x\",\"start\":\"a\","
@@ -405,6 +408,13 @@ static void test_start_many(spore_db *db)
         CHECK(run_ids[i] == NULL && !created[i]);
         spore_error_clear(&errors[i]);
     }
+    /* a package the kernel cannot load: each start's dry run says so */
+    CHECK_INT(spore_start_many(db, NO_NODES, 2, NULL, NULL, run_ids, created, errors, &err), 2);
+    for (int i = 0; i < 2; i++) {
+        CHECK_STR(errors[i].code, "workflow.invalid");
+        CHECK(run_ids[i] == NULL && !created[i]);
+        spore_error_clear(&errors[i]);
+    }
 }
 
 /* A function nobody registered fails its step (not retryable). */
@@ -433,11 +443,7 @@ static int start_text(spore_error *e, const char *workflow, const char *input, c
 }
 static int start_bad_json(spore_error *e) { return start_text(e, "{\"format\":", NULL, NULL); }
 static int start_float(spore_error *e) { return start_text(e, ORDER, "{\"a\": 0.5}", NULL); }
-static int start_invalid(spore_error *e)
-{
-    return start_text(e, "{\"format\":\"runspore.workflow/0.1\",\"name\":\"x\",\"start\":\"a\"}",
-                      NULL, NULL);
-}
+static int start_invalid(spore_error *e) { return start_text(e, NO_NODES, NULL, NULL); }
 static int start_no_kind(spore_error *e) { return start_text(e, NO_KIND, NULL, NULL); }
 static int start_bad_key(spore_error *e) { return start_text(e, ORDER, NULL, "a key"); }
 static int start_null(spore_error *e) { return start_text(e, NULL, NULL, NULL); }
