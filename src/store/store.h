@@ -834,11 +834,13 @@ sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err);
  * it; a power loss keeps it only once sp_store_wait_flushed(*ticket)
  * returned OK. So nothing of the batch may leave the process (a claim
  * started whose effect is not repeatable, an answer, an exit) before that.
- * *ticket is 0 when the commit flushed itself (PostgreSQL always). */
+ * *ticket is 0 when the commit flushed itself (no flusher thread; SQLite:
+ * the sync after a new WAL header; PostgreSQL: a batch that wrote nothing). */
 sp_store_rc sp_store_batch_commit_deferred(sp_store *s, uint64_t *ticket, sp_error *err);
 /* Wait until every deferred commit up to `ticket` is on disk (0: at once).
- * A failed flush is corrupt/store.io, now and for every later commit: the
- * process must start again from what is on disk. */
+ * A failed flush is corrupt/store.io, now and for every later deferred
+ * commit (a batch): the process must start again from what is on disk. A
+ * commit that flushes itself still commits (it is durable on its own). */
 sp_store_rc sp_store_wait_flushed(sp_store *s, uint64_t ticket, sp_error *err);
 /* Roll the whole batch back (nothing of it happened). No-op without one. */
 void sp_store_batch_abort(sp_store *s);

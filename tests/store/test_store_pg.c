@@ -15,7 +15,9 @@
  *           conflict/run.busy at once); a racing create_run -> one applied,
  *           the loser unavailable or duplicate, and its retry duplicate; a
  *           connection killed mid-transaction -> unavailable, and the next
- *           request reconnects; a whole run through the C API (spore_open).
+ *           request reconnects; deferred commits the flusher had not proved
+ *           when the connection went are proved by the reconnect (kept) or
+ *           refused as lost; a whole run through the C API (spore_open).
  *
  * The server: $SPORE_TEST_PG, else the URL in the file $SPORE_TEST_PG_FILE
  * (written by `scripts/pg.sh ensure`, CTest's fixture). No server is a
@@ -23,6 +25,7 @@
  *
  * Usage: test_store_pg <store_crash_child> [suite|cross|reopen|crash|errors]
  */
+#include <errno.h>
 #include <libpq-fe.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -694,6 +697,140 @@ static void q04_batch_write_fails(fail_place place)
     pg_destroy(&CTX, loc);
 }
 
+/* ---- a reconnect proves the commits the flusher has not ---- */
+
+/* One number the admin connection reads; -1 when there is none. */
+static long admin_long(const char *sql)
+{
+    PGresult *r = PQexec(CTX.admin, sql);
+    long v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)
+                 ? atol(PQgetvalue(r, 0, 0))
+                 : -1;
+    PQclear(r);
+    return v;
+}
+
+/* The backend of application `app` whose last statement was the flusher's
+ * (flush.c: FLUSH_SQL) when `flusher`, else the other one (the store's
+ * own); -1 when there is not exactly one. */
+static long backend_of(const char *app, bool flusher)
+{
+    char sql[320];
+    snprintf(sql, sizeof sql,
+             "SELECT min(pid) FROM pg_stat_activity WHERE application_name = '%s'"
+             " AND (query LIKE 'SELECT txid_current()%%') = %s HAVING count(*) = 1",
+             app, flusher ? "true" : "false");
+    return admin_long(sql);
+}
+
+/* One deferred batch of a signal on `run`: its ticket (0 on failure). */
+static uint64_t deferred_signal(sp_store *s, const char *run, const char *message)
+{
+    sp_error err = {0};
+    uint64_t ticket = 0;
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT_OK(batch_signal(s, run, message, &err), &err);
+    EXPECT_OK(sp_store_batch_commit_deferred(s, &ticket, &err), &err);
+    CHECK(ticket != 0);
+    return ticket;
+}
+
+static uint64_t unflushed_of(sp_store *s)
+{
+    sp_store_counters n;
+    sp_store_counters_get(s, &n);
+    return n.unflushed;
+}
+
+/* End the store's own backend, then signal `run` until a request gets
+ * through the reconnect: the first may fail with the connection (its BEGIN
+ * went out with it). The answer of the request that reconnected. */
+static sp_store_rc cut_and_signal(sp_store *s, const char *app, const char *run,
+                                  const char *message, sp_error *err)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%ld)", backend_of(app, false));
+    CHECK(admin_long(sql) >= 0);
+    sp_store_rc rc = batch_signal(s, run, message, err);
+    if (rc == SP_STORE_UNAVAILABLE && strcmp(err->code, "store.io") == 0 &&
+        !strstr(err->message, "lost commits")) {
+        sp_error_clear(err);
+        rc = batch_signal(s, run, message, err);
+    }
+    return rc;
+}
+
+/* docs/postgres.md §3h item 4: commits the flusher has not proved when the
+ * store's connection is lost are proved by the reconnected connection
+ * itself, before anything else, with the flusher stopped (its backend
+ * SIGSTOPped mid-flush, so that only the reconnect can answer):
+ *   - the server kept them: the reconnect flushes the tickets (none is
+ *     left unflushed, the flusher still stopped);
+ *   - the session's mark stays behind them (a trigger of the test's, as
+ *     after a server crash that lost its WAL: test_pg_flush_lost.sh does
+ *     the same through the flusher): the request that reconnected fails
+ *     with corrupt/store.io naming the lost commits, and a batch after it
+ *     does not commit.
+ * Needs the server's processes on this host (the test's own server). */
+static void q04_flush_reconnect(void)
+{
+    char schema[64], loc[STORE_LOCATION_MAX], app[64], sql[512];
+    manual_clock clock;
+    sp_error err = {0};
+    CHECK(new_schema(schema, sizeof schema));
+    snprintf(app, sizeof app, "spore_flush_%d", (int)getpid());
+    url_for(loc, STORE_LOCATION_MAX, schema, NULL);
+    snprintf(loc + strlen(loc), STORE_LOCATION_MAX - strlen(loc), "&application_name=%s", app);
+    manual_clock_set(&clock, 1000);
+    sp_store *s = open_at(loc, &clock, &err);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    sp_run_key k = fx_key("run_flush");
+    sp_create_run_res cr;
+    EXPECT_OK(fx_create(s, &k, "flush", &cr, &err), &err);
+    EXPECT_OK(sp_store_wait_flushed(s, deferred_signal(s, "run_flush", "f1"), &err), &err);
+    long flusher = backend_of(app, true);
+    CHECK(flusher > 0);
+    bool stopped = flusher > 0 && kill((pid_t)flusher, SIGSTOP) == 0;
+    if (!stopped) {
+        fprintf(stderr, "q04_flush_reconnect: cannot stop the flusher's backend %ld (%s): the"
+                        " test needs its PostgreSQL server on this host\n",
+                flusher, strerror(errno));
+        CHECK(stopped);
+        sp_store_close(s);
+        pg_destroy(&CTX, loc);
+        return;
+    }
+    /* kept by the server, proved by the reconnect alone */
+    deferred_signal(s, "run_flush", "f2");
+    CHECK(unflushed_of(s) > 0);
+    EXPECT_OK(cut_and_signal(s, app, "run_flush", "f3", &err), &err);
+    CHECK_INT(unflushed_of(s), 0);
+    CHECK_INT(fx_event_count(s, &k, NULL), 4); /* run.started, f1, f2, f3 */
+    /* lost by the server: the mark stays where it was */
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION %s.keep_mark() RETURNS trigger LANGUAGE plpgsql AS"
+             " $$BEGIN NEW.mark := OLD.mark; RETURN NEW; END$$;"
+             " CREATE TRIGGER keep_mark BEFORE UPDATE ON %s.commit_marks"
+             " FOR EACH ROW EXECUTE FUNCTION %s.keep_mark()",
+             schema, schema, schema);
+    CHECK(admin_exec(sql));
+    deferred_signal(s, "run_flush", "f4");
+    CHECK(unflushed_of(s) > 0);
+    sp_store_rc rc = cut_and_signal(s, app, "run_flush", "f5", &err);
+    CHECK(strstr(err.message, "lost commits it had answered") != NULL);
+    EXPECT(rc, &err, SP_STORE_CORRUPT, "store.io");
+    uint64_t ticket = 1;
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err); /* a batch after it does not commit */
+    EXPECT_OK(batch_signal(s, "run_flush", "f6", &err), &err);
+    EXPECT(sp_store_batch_commit_deferred(s, &ticket, &err), &err, SP_STORE_CORRUPT, "store.io");
+    CHECK_INT(fx_event_count(s, &k, "f6"), 0);
+    kill((pid_t)flusher, SIGCONT);
+    sp_store_close(s);
+    pg_destroy(&CTX, loc);
+}
+
 /* ---- the C API on PostgreSQL ---- */
 
 static int api_step(void *user, const char *input, size_t input_len, spore_call *call)
@@ -748,6 +885,7 @@ static void q04_errors(void)
     q04_claim_skips_busy();
     q04_create_race();
     q04_connection_lost();
+    q04_flush_reconnect();
     q04_batch_write_fails(FAIL_ALONE);
     q04_batch_write_fails(FAIL_FIRST);
     q04_batch_write_fails(FAIL_SECOND);
