@@ -11,14 +11,18 @@
  *       file store.corrupt, a foreign database schema.unknown, an empty file
  *       is initialized, a held write lock is unavailable/store.busy, the WAL
  *       is checkpointed at 4000 pages and starts over while the
- *       checkpointer copies it, and a checkpoint a reader stopped short is
- *       tried again 1000 pages later, not after every commit.
+ *       checkpointer copies it (and, when the checkpointer cannot start,
+ *       while the writer copies it alone), and a checkpoint a reader
+ *       stopped short is tried again 1000 pages later, not after every
+ *       commit.
  *
  * Usage: test_store_sqlite <store_crash_child> [suite|cross|reopen|crash|errors]
  */
 #include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -270,6 +274,75 @@ static void q04_checkpoint_rounds(void)
     wal_close(&f);
 }
 
+/* This process's threads (/proc/self/task); -1 when unknown. */
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* The checkpointer cannot start (its connection cannot open a file: the
+ * process is at its limit of open files), so the writer's hook copies the
+ * WAL itself, as it did before the checkpointer: in a child process whose
+ * RLIMIT_NOFILE stops at the lowest free descriptor once the store has its
+ * files open, signals are appended for three times the pages of a whole
+ * WAL, as in q04_checkpoint_rounds. The child has no second thread (the
+ * checkpointer's), every signal committed, the database file holds what was
+ * copied, and the WAL started over (fewer than 8,000 pages: without the
+ * hook's own checkpoint it would grow to the writer's bound, 16,000). */
+static void q04_checkpoint_alone(void)
+{
+    char db[STORE_LOCATION_MAX];
+    sq_fresh(&CTX, db);
+    pid_t child = fork();
+    if (child == 0) {
+        wal_fixture f;
+        if (!wal_join(&f, db, "run_alone"))
+            _exit(3);
+        const long before = file_size(f.db);
+        wal_signal(&f, 0); /* the WAL and its index are open */
+        int lowest = dup(0);
+        close(lowest);
+        struct rlimit was, cap;
+        if (lowest < 0 || getrlimit(RLIMIT_NOFILE, &was) != 0)
+            _exit(4);
+        cap = was;
+        cap.rlim_cur = (rlim_t)lowest;
+        if (setrlimit(RLIMIT_NOFILE, &cap) != 0)
+            _exit(4);
+        int n = 1;
+        for (; n < 4000 && file_size(f.wal) < 4000L * WAL_FRAME; n++)
+            wal_signal(&f, n);
+        for (int more = 3 * n; n < more; n++)
+            wal_signal(&f, n);
+        CHECK(setrlimit(RLIMIT_NOFILE, &was) == 0); /* reading the threads opens a file */
+        CHECK_INT(thread_count(), 1);
+        CHECK(file_size(f.wal) < 8000L * WAL_FRAME);
+        CHECK(file_size(f.db) > before);
+        sp_event_list tail = {0}; /* the last signal, at sequence n + 1 (run.started 1) */
+        sp_error err = {0};
+        EXPECT_OK(sp_store_list_events(f.s, &f.k, (uint64_t)n, 8, &tail, &err), &err);
+        char last[32];
+        snprintf(last, sizeof last, "sig:m%d", n - 1);
+        CHECK(tail.n == 1 && strcmp(tail.events[0].event_id, last) == 0);
+        sp_event_list_free(&tail);
+        sp_store_close(f.s);
+        _exit(check_failures ? 1 : 0);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "q04_checkpoint_alone: the child ended with status %#x\n", status);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    sq_destroy(&CTX, db);
+}
+
 /* The whole database file, to see whether a commit's checkpoint wrote it. */
 static char *file_bytes(const char *path, long *len)
 {
@@ -455,6 +528,7 @@ static void q04_errors(void)
     q04_busy();
     q04_checkpoint();
     q04_checkpoint_rounds();
+    q04_checkpoint_alone();
     q04_checkpoint_reader();
     q04_checkpoint_contended();
     q04_cache();
