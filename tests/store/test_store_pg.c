@@ -744,7 +744,8 @@ static uint64_t unflushed_of(sp_store *s)
 
 /* End the store's own backend, then signal `run` until a request gets
  * through the reconnect: the first may fail with the connection (its BEGIN
- * went out with it). The answer of the request that reconnected. */
+ * went out with it: a transient failure, made again). The answer of the
+ * request that reconnected. */
 static sp_store_rc cut_and_signal(sp_store *s, const char *app, const char *run,
                                   const char *message, sp_error *err)
 {
@@ -752,8 +753,7 @@ static sp_store_rc cut_and_signal(sp_store *s, const char *app, const char *run,
     snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%ld)", backend_of(app, false));
     CHECK(admin_long(sql) >= 0);
     sp_store_rc rc = batch_signal(s, run, message, err);
-    if (rc == SP_STORE_UNAVAILABLE && strcmp(err->code, "store.io") == 0 &&
-        !strstr(err->message, "lost commits")) {
+    if (rc != SP_STORE_OK && sp_store_rc_transient(rc) && !strstr(err->message, "lost commits")) {
         sp_error_clear(err);
         rc = batch_signal(s, run, message, err);
     }
