@@ -821,11 +821,13 @@ static void q04_flush_reconnect(void)
     sp_store_rc rc = cut_and_signal(s, app, "run_flush", "f5", &err);
     CHECK(strstr(err.message, "lost commits it had answered") != NULL);
     EXPECT(rc, &err, SP_STORE_CORRUPT, "store.io");
+    CHECK_INT(fx_event_count(s, &k, "sig:f4"), 1); /* the server has it; the proof did not */
+    CHECK_INT(fx_event_count(s, &k, "sig:f5"), 0); /* refused before it began */
     uint64_t ticket = 1;
     EXPECT_OK(sp_store_batch_begin(s, &err), &err); /* a batch after it does not commit */
     EXPECT_OK(batch_signal(s, "run_flush", "f6", &err), &err);
     EXPECT(sp_store_batch_commit_deferred(s, &ticket, &err), &err, SP_STORE_CORRUPT, "store.io");
-    CHECK_INT(fx_event_count(s, &k, "f6"), 0);
+    CHECK_INT(fx_event_count(s, &k, "sig:f6"), 0);
     kill((pid_t)flusher, SIGCONT);
     sp_store_close(s);
     pg_destroy(&CTX, loc);
