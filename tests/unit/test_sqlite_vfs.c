@@ -24,20 +24,12 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "sqlite_exec.h"
 #include "store/sqlite/sqlite.h"
 
 #define SMALL_COMMITS 300
 #define BIG_ROWS 512
 #define BIG_ROW_BYTES 4000
-
-static void exec_ok(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK)
-        check_fail(__FILE__, __LINE__, "%s: %s", sql, msg ? msg : sqlite3_errstr(rc));
-    sqlite3_free(msg);
-}
 
 static sqlite3 *open_db(const char *path, const char *vfs)
 {

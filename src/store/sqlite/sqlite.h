@@ -89,6 +89,15 @@ void sq_checkpointer_forget(sq_checkpointer *k);
 /* Waits for a running pass, then ends the thread and closes its connection. */
 void sq_checkpointer_stop(sq_checkpointer *k);
 
+/* The default page cache, wrapped so that a truncation with nothing to
+ * drop costs no scan (pcache.c). Installed by the VFS's registration,
+ * before SQLite initializes; false when SQLite was initialized already
+ * (the default cache stays). */
+bool sp_sqlite_pcache_install(void);
+/* The truncations this process's caches passed on to the default cache and
+ * answered without it (tests). */
+void sp_sqlite_pcache_counts(unsigned long *passed, unsigned long *skipped);
+
 /* The store's VFS (vfs.c): the default one, with the -wal file's
  * consecutive writes handed to it as one write at its next sync, read,
  * truncate or close. Registered (not as the default) on the first call;

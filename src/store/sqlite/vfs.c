@@ -261,6 +261,7 @@ static int register_rc = SQLITE_ERROR;
 
 static void register_vfs(void)
 {
+    (void)sp_sqlite_pcache_install(); /* first: looking a VFS up initializes SQLite */
     sqlite3_vfs *real = sqlite3_vfs_find(NULL);
     if (!real)
         return;
