@@ -72,6 +72,17 @@ static bool admin_exec(const char *sql)
     return ok;
 }
 
+/* One number the admin connection reads; -1 when there is none. */
+static long admin_long(const char *sql)
+{
+    PGresult *r = PQexec(CTX.admin, sql);
+    long v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)
+                 ? atol(PQgetvalue(r, 0, 0))
+                 : -1;
+    PQclear(r);
+    return v;
+}
+
 /* The URL of a store in `schema` (search_path through libpq's options),
  * with `extra` ("-c name=value" settings) added. */
 static void url_for(char *out, size_t cap, const char *schema, const char *extra)
@@ -555,10 +566,7 @@ static int admin_events(const char *schema)
 {
     char sql[160];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.events", schema);
-    PGresult *r = PQexec(CTX.admin, sql);
-    int n = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : -1;
-    PQclear(r);
-    return n;
+    return (int)admin_long(sql);
 }
 
 /* A trigger of the test's refuses the events of run_refused (a check
@@ -699,17 +707,6 @@ static void q04_batch_write_fails(fail_place place)
 
 /* ---- a reconnect proves the commits the flusher has not ---- */
 
-/* One number the admin connection reads; -1 when there is none. */
-static long admin_long(const char *sql)
-{
-    PGresult *r = PQexec(CTX.admin, sql);
-    long v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)
-                 ? atol(PQgetvalue(r, 0, 0))
-                 : -1;
-    PQclear(r);
-    return v;
-}
-
 /* The backend of application `app` whose last statement was the flusher's
  * (flush.c: FLUSH_SQL) when `flusher`, else the other one (the store's
  * own); -1 when there is not exactly one. */
@@ -753,7 +750,7 @@ static sp_store_rc cut_and_signal(sp_store *s, const char *app, const char *run,
     snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%ld)", backend_of(app, false));
     CHECK(admin_long(sql) >= 0);
     sp_store_rc rc = batch_signal(s, run, message, err);
-    if (rc != SP_STORE_OK && sp_store_rc_transient(rc) && !strstr(err->message, "lost commits")) {
+    if (sp_store_rc_transient(rc)) { /* lost commits are corrupt: not made again */
         sp_error_clear(err);
         rc = batch_signal(s, run, message, err);
     }

@@ -13,7 +13,13 @@
  *     cache - shows as a wrong answer;
  *   - at the end a fresh connection (an empty cache) reads the same, and
  *     PRAGMA integrity_check answers ok;
- *   - truncations were both passed on and skipped (the wrapper did work).
+ *   - truncations were both passed on and skipped (the wrapper did work);
+ *   - through the cache methods themselves (SQLITE_CONFIG_GETPCACHE2, the
+ *     wrapper): a truncation drops every page at or above its limit and
+ *     skips only when none is there - a page renumbered far beyond the end
+ *     and back, a renumbered page left there, more keys than the wrapper
+ *     remembers (32) with the one to drop beyond them, a limit below the
+ *     last one.
  *
  * What it must never do: check less than every transaction's result.
  */
@@ -88,9 +94,84 @@ static void expect_totals(sqlite3 *db, long long count, long long sum)
     CHECK_INT(s, sum);
 }
 
+/* ---- the cache methods themselves ---- */
+
+static sqlite3_pcache_methods2 M;
+
+static void touch(sqlite3_pcache *c, unsigned key)
+{
+    sqlite3_pcache_page *p = M.xFetch(c, key, 2);
+    CHECK(p != NULL);
+    if (p)
+        M.xUnpin(c, p, 0);
+}
+
+static bool cached(sqlite3_pcache *c, unsigned key)
+{
+    sqlite3_pcache_page *p = M.xFetch(c, key, 0);
+    if (p)
+        M.xUnpin(c, p, 0);
+    return p != NULL;
+}
+
+static unsigned long skips(void)
+{
+    unsigned long passed, skipped;
+    sp_sqlite_pcache_counts(&passed, &skipped);
+    return skipped;
+}
+
+/* `c`'s truncation at `limit`: whether the wrapper skipped it. */
+static bool truncate_skipped(sqlite3_pcache *c, unsigned limit)
+{
+    unsigned long before = skips();
+    M.xTruncate(c, limit);
+    return skips() == before + 1;
+}
+
+static void direct_truncations(void)
+{
+    sqlite3_pcache *c = M.xCreate(4096, 64, 0);
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    enum { FAR = 262145 }; /* where balancing renumbers pages through */
+    for (unsigned k = 1; k <= 10; k++)
+        touch(c, k);
+    CHECK(!truncate_skipped(c, 5)); /* 5..10 are there */
+    CHECK(cached(c, 4) && !cached(c, 5) && !cached(c, 10));
+    touch(c, 3);
+    CHECK(truncate_skipped(c, 7)); /* nothing at or above 7 */
+    CHECK(cached(c, 3) && cached(c, 4));
+    sqlite3_pcache_page *p = M.xFetch(c, 2, 2); /* far and back: nothing to drop */
+    M.xRekey(c, p, 2, FAR);
+    M.xRekey(c, p, FAR, 2);
+    M.xUnpin(c, p, 0);
+    CHECK(truncate_skipped(c, 7));
+    CHECK(cached(c, 2));
+    p = M.xFetch(c, 4, 2); /* far and left there: dropped */
+    M.xRekey(c, p, 4, FAR);
+    M.xUnpin(c, p, 0);
+    CHECK(!truncate_skipped(c, 7));
+    CHECK(!cached(c, FAR) && cached(c, 3));
+    for (unsigned k = 7; k < 7 + 40; k++) /* more than the wrapper remembers, all kept */
+        touch(c, k);
+    touch(c, 200); /* beyond them, to drop */
+    CHECK(!truncate_skipped(c, 100));
+    CHECK(!cached(c, 200) && cached(c, 46));
+    CHECK(truncate_skipped(c, 100)); /* nothing came since */
+    CHECK(!truncate_skipped(c, 10)); /* below the last limit */
+    CHECK(!cached(c, 10) && !cached(c, 46) && cached(c, 9));
+    M.xDestroy(c);
+}
+
 int main(void)
 {
     CHECK(sp_sqlite_pcache_install());
+    /* the installed methods (the wrapper), before SQLite initializes them */
+    CHECK(sqlite3_config(SQLITE_CONFIG_GETPCACHE2, &M) == SQLITE_OK);
+    CHECK(sqlite3_initialize() == SQLITE_OK);
+    direct_truncations();
     char dir[] = "/tmp/spore-pcache-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char path[128];

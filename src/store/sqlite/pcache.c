@@ -28,7 +28,8 @@
  * keys than the memory holds, always truncates.
  *
  * Installed when the program loads (a constructor, before anything can
- * initialize SQLite) and again, as a no-op, by the VFS's registration.
+ * initialize SQLite). The VFS's registration calls the installer too: a
+ * no-op then, but the reference keeps this file in a static link.
  *
  * What it must never do: skip a truncation that could drop a page, or be
  * installed after SQLite initialized (SQLite refuses it then, and the
@@ -47,7 +48,8 @@ enum { HIGH_KEYS_MAX = 32 };
 
 typedef struct wrapped_cache {
     sqlite3_pcache *inner;
-    unsigned watermark; /* the limit of the last truncation passed on (0: none yet) */
+    unsigned watermark; /* the limit of the last truncation passed on (0 at first:
+                         * the cache started empty, every key is remembered) */
     unsigned nhigh;     /* keys >= watermark created or rekeyed to since */
     bool overflow;      /* more than HIGH_KEYS_MAX of them: unknown */
     unsigned high[HIGH_KEYS_MAX];
@@ -81,7 +83,7 @@ static void forget(wrapped_cache *w, unsigned key)
 /* True when a truncation at `limit` may have a page to drop. */
 static bool may_drop(const wrapped_cache *w, unsigned limit)
 {
-    if (w->overflow || limit < w->watermark || w->watermark == 0)
+    if (w->overflow || limit < w->watermark)
         return true;
     for (unsigned i = 0; i < w->nhigh; i++)
         if (w->high[i] >= limit)

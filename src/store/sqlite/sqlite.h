@@ -90,9 +90,9 @@ void sq_checkpointer_forget(sq_checkpointer *k);
 void sq_checkpointer_stop(sq_checkpointer *k);
 
 /* The default page cache, wrapped so that a truncation with nothing to
- * drop costs no scan (pcache.c). Installed by the VFS's registration,
- * before SQLite initializes; false when SQLite was initialized already
- * (the default cache stays). */
+ * drop costs no scan (pcache.c). Installed when the program loads, before
+ * SQLite can have initialized; true when it is installed (false: SQLite
+ * refused it, and the default cache stays). */
 bool sp_sqlite_pcache_install(void);
 /* The truncations this process's caches passed on to the default cache and
  * answered without it (tests). */

@@ -261,7 +261,8 @@ static int register_rc = SQLITE_ERROR;
 
 static void register_vfs(void)
 {
-    (void)sp_sqlite_pcache_install(); /* first: looking a VFS up initializes SQLite */
+    /* installed at load already (pcache.c); the call keeps it in a static link */
+    (void)sp_sqlite_pcache_install();
     sqlite3_vfs *real = sqlite3_vfs_find(NULL);
     if (!real)
         return;
