@@ -328,12 +328,40 @@ void engine_attempts_report(sp_engine *e, sp_tick_stats *stats)
     }
 }
 
-void engine_attempts_reported(sp_engine *e, bool committed)
+void engine_attempts_reported(sp_engine *e, engine_batch_end end)
+{
+    static const attempt_state after[] = {
+        [ENGINE_BATCH_COMMITTED] = ATTEMPT_DONE,
+        [ENGINE_BATCH_FAILED] = ATTEMPT_SETTLED,
+        [ENGINE_BATCH_SENT] = ATTEMPT_SENT,
+    };
+    pthread_mutex_lock(&e->mu);
+    for (inflight *a = e->inflight; a; a = a->next) {
+        if (a->state == ATTEMPT_REPORTING)
+            engine_attempt_move(e, a, after[end]);
+        else if (a->state == ATTEMPT_CLAIMED && end == ENGINE_BATCH_SENT)
+            a->claim_sent = true;
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+void engine_attempts_answered(sp_engine *e, bool committed)
 {
     pthread_mutex_lock(&e->mu);
-    for (inflight *a = e->inflight; a; a = a->next)
-        if (a->state == ATTEMPT_REPORTING)
+    for (inflight *a = e->inflight; a; a = a->next) {
+        if (a->state == ATTEMPT_SENT)
             engine_attempt_move(e, a, committed ? ATTEMPT_DONE : ATTEMPT_SETTLED);
+        if (!a->claim_sent)
+            continue;
+        a->claim_sent = false;
+        if (committed)
+            continue;
+        /* never claimed: what it ran (inline, repeatable) is forgotten */
+        if (a->state == ATTEMPT_QUEUED || a->state == ATTEMPT_RUNNING)
+            a->lost = true; /* cannot happen (those wait for the answer): never a settle */
+        else
+            engine_attempt_move(e, a, ATTEMPT_DONE);
+    }
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -371,7 +399,7 @@ static uint64_t early_gap(const sp_engine *e)
 static uint64_t beat_due(const sp_engine *e, const inflight *a)
 {
     if (a->lost || a->state == ATTEMPT_CLAIMED || a->state == ATTEMPT_REPORTING ||
-        a->state == ATTEMPT_DONE)
+        a->state == ATTEMPT_SENT || a->state == ATTEMPT_DONE)
         return UINT64_MAX;
     return a->last_beat_ms + (a->beat_wanted ? early_gap(e) : e->cfg.heartbeat_ms);
 }
@@ -420,7 +448,8 @@ static bool take_done(sp_engine *e, bool wait_all, inflight **out)
     bool running = false;
     for (inflight **p = &e->inflight; *p;) {
         inflight *a = *p;
-        if (wait_all && (a->state == ATTEMPT_SETTLED || a->state == ATTEMPT_CLAIMED))
+        if (wait_all && (a->state == ATTEMPT_SETTLED || a->state == ATTEMPT_CLAIMED ||
+                         a->state == ATTEMPT_SENT))
             engine_attempt_move(e, a, ATTEMPT_DONE); /* abandoned: the lease decides */
         if (a->state == ATTEMPT_DONE) {
             *p = a->next;
@@ -473,7 +502,10 @@ bool engine_invocation_in_flight(sp_engine *e, const sp_run_key *key, const char
 }
 
 /* What takes a slot: an attempt claimed and not yet reported. */
-static bool holds_slot(attempt_state s) { return s != ATTEMPT_DONE && s != ATTEMPT_REPORTING; }
+static bool holds_slot(attempt_state s)
+{
+    return s != ATTEMPT_DONE && s != ATTEMPT_REPORTING && s != ATTEMPT_SENT;
+}
 
 void engine_attempt_move(sp_engine *e, inflight *a, attempt_state to)
 {

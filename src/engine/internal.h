@@ -41,14 +41,17 @@ typedef enum engine_slot {
 #define PACKAGE_CACHE_SIZE 16
 
 /* Where an attempt is in its life in this engine (attempt.c). Moves only
- * forward, under engine->mu, except REPORTING -> SETTLED when the batch that
- * carried its report did not commit (CLAIMED -> DONE: its claim did not). */
+ * forward, under engine->mu, except REPORTING (or SENT) -> SETTLED when the
+ * batch that carried its report did not commit (CLAIMED -> DONE: its claim
+ * did not; and any state but QUEUED and RUNNING -> DONE when the batch that
+ * claimed it was sent and answered that it did not commit). */
 typedef enum attempt_state {
     ATTEMPT_CLAIMED,   /* claimed in the tick's open batch: not durable yet */
     ATTEMPT_QUEUED,    /* claimed, waiting for a pool thread */
     ATTEMPT_RUNNING,   /* a pool thread runs its runner */
     ATTEMPT_SETTLED,   /* the runner's output waits for the tick to report it */
     ATTEMPT_REPORTING, /* reported in the tick's open batch */
+    ATTEMPT_SENT,      /* reported in a batch sent, its answer not read yet */
     ATTEMPT_DONE,      /* reported (or abandoned): the tick frees it */
 } attempt_state;
 
@@ -75,6 +78,7 @@ typedef struct inflight {
     uint64_t last_signal_ms; /* runner thread: when it last asked for a beat */
     /* ---- the tick thread's ---- */
     bool lost;             /* a heartbeat was answered stale, or the invocation cancelled */
+    bool claim_sent;       /* claimed by the batch sent, its answer not read yet */
     bool cancelled;        /* a committed decision cancelled the invocation */
     uint64_t last_beat_ms; /* monotonic */
 } inflight;
@@ -236,6 +240,11 @@ struct sp_engine {
      * batches committed stays in the process until it is (tick.c). */
     uint64_t unflushed;
     sp_strlist deferred;     /* failpoints fired when the open batch commits */
+    /* A batch sent with its answer read later (tick.c, docs/step-path.md
+     * "A batch sent, its answer read with the next"), and its failpoints,
+     * fired once the answer says it committed. */
+    bool sent;
+    sp_strlist sent_points;
     sp_strlist cancels;      /* invocations the open batch cancels (activity.cancel) */
     sp_strlist settled_runs; /* runs whose every pending event a settle of the open batch consumed */
     /* ---- the observer's notes of the open batch (observe.c; tick only) ---- */
@@ -454,9 +463,20 @@ void engine_attempt_move(sp_engine *e, inflight *a, attempt_state to);
  * lets it run again, which its effect allows. */
 bool engine_attempts_need_flush(sp_engine *e);
 /* Report every settled attempt (finish, hold, or late evidence); they are
- * REPORTING until engine_attempts_reported says whether the batch committed. */
+ * REPORTING until engine_attempts_reported says what became of the batch:
+ * committed, not, or sent with its answer read later (then they are SENT,
+ * and its claims claim_sent, until engine_attempts_answered). */
 void engine_attempts_report(sp_engine *e, sp_tick_stats *stats);
-void engine_attempts_reported(sp_engine *e, bool committed);
+typedef enum engine_batch_end {
+    ENGINE_BATCH_COMMITTED,
+    ENGINE_BATCH_FAILED,
+    ENGINE_BATCH_SENT,
+} engine_batch_end;
+void engine_attempts_reported(sp_engine *e, engine_batch_end end);
+/* The sent batch's answer: committed (its reports done, its claims
+ * durable like any), or not (its reports to be made again, its claims
+ * forgotten: they never happened). */
+void engine_attempts_answered(sp_engine *e, bool committed);
 /* Heartbeat every attempt whose beat is due (a stale answer stops it). */
 void engine_attempts_heartbeat(sp_engine *e);
 /* A committed decision cancelled this invocation (activity.cancel): stop

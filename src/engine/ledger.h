@@ -118,6 +118,11 @@ sp_store_rc ledger_batch_begin(struct sp_engine *e, sp_error *err);
  * when it happened, unavailable when it did not, unknown-commit only where
  * the store cannot tell. */
 sp_store_rc ledger_batch_commit(struct sp_engine *e, sp_error *err);
+/* The same, but the COMMIT's answer may be left for later
+ * (sp_store_batch_send): *later, and then ledger_batch_answer tells, in
+ * the order sent, whether it committed (a lost answer read back there). */
+sp_store_rc ledger_batch_send(struct sp_engine *e, bool *later, sp_error *err);
+sp_store_rc ledger_batch_answer(struct sp_engine *e, sp_error *err);
 /* Wait until every batch this engine committed is on disk; a failed flush
  * (corrupt/store.io) is final. */
 sp_store_rc ledger_wait_flushed(struct sp_engine *e, sp_error *err);

@@ -61,16 +61,70 @@ static bool release_waits_flush(sp_engine *e)
            engine_attempts_need_flush(e);
 }
 
+/* ---- a batch sent, its answer read with the next (step-path.md) ---- */
+
+/* The sent batch's answer taken: true when it committed (or none was
+ * sent). When it did not, nothing of it happened: its reports are made
+ * again, its claims are forgotten, the scans look again, and *rc and err
+ * say why. */
+static bool answer_sent(sp_engine *e, sp_store_rc *rc, sp_error *err)
+{
+    *rc = SP_STORE_OK;
+    if (!e->sent)
+        return true;
+    e->sent = false;
+    sp_error why = {0};
+    *rc = ledger_batch_answer(e, &why);
+    bool committed = *rc == SP_STORE_OK;
+    engine_attempts_answered(e, committed);
+    for (size_t i = 0; committed && i < e->sent_points.n; i++)
+        sp_failpoint(e->sent_points.items[i]);
+    sp_strlist_clear(&e->sent_points);
+    if (!ledger_prediction_missed(&why))
+        engine_fault_noted(e, true, "ledger_batch_answer", *rc, &why);
+    if (!committed) {
+        engine_scan_wanted(e);
+        if (!err->code[0])
+            sp_error_move(err, &why);
+    }
+    sp_error_clear(&why);
+    return committed;
+}
+
+/* Before a wait: the sent batch answered. One that did not commit wakes
+ * the loop, which makes it again. */
+static void answered_or_woken(sp_engine *e)
+{
+    sp_store_rc rc;
+    sp_error why = {0};
+    if (!answer_sent(e, &rc, &why))
+        engine_wake(e);
+    sp_error_clear(&why);
+}
+
+/* Before a return to the caller: that too, and everything committed on
+ * disk (-1: a flush failed, final). */
+static int flushed(sp_engine *e, sp_error *err)
+{
+    answered_or_woken(e);
+    return ledger_wait_flushed(e, err) == SP_STORE_OK ? 0 : -1;
+}
+
 /* After the batch: fire its failpoints and start its claims (committed), or
  * forget both (nothing of it happened). -1 when the batch committed but
- * cannot be flushed (final: nothing of it is released). */
-static int batch_after(sp_engine *e, bool committed, sp_error *err)
+ * cannot be flushed (final: nothing of it is released); 1 when it was sent
+ * and its answer, read here, says it did not commit (*lost_rc, err). */
+static int batch_after(sp_engine *e, bool committed, sp_store_rc *lost_rc, sp_error *err)
 {
     int rc = 0;
-    if (committed && ledger_unflushed(e) && release_waits_flush(e) &&
-        ledger_wait_flushed(e, err) != SP_STORE_OK) {
-        committed = false; /* its claims stay to their leases */
-        rc = -1;
+    if (committed && (ledger_unflushed(e) || e->sent) && release_waits_flush(e)) {
+        if (!answer_sent(e, lost_rc, err)) {
+            committed = false;
+            rc = 1;
+        } else if (ledger_wait_flushed(e, err) != SP_STORE_OK) {
+            committed = false; /* its claims stay to their leases */
+            rc = -1;
+        }
     }
     for (size_t i = 0; committed && i < e->deferred.n; i++)
         sp_failpoint(e->deferred.items[i]);
@@ -86,6 +140,7 @@ static int batch_after(sp_engine *e, bool committed, sp_error *err)
 
 void engine_tick_free(sp_engine *e)
 {
+    sp_strlist_clear(&e->sent_points);
     sp_strlist_clear(&e->deferred);
     sp_strlist_clear(&e->cancels);
     sp_strlist_clear(&e->settled_runs);
@@ -189,6 +244,61 @@ static void batch_lost(sp_engine *e, sp_tick_stats *stats)
     stats->store_unavailable = true;
 }
 
+/* The batch sent before this one did not commit, and this one was made on
+ * it: this one's answer (sent, it cannot have committed: its commit mark
+ * is chained) is taken too, and the first one's failure is the answer. */
+static sp_store_rc before_failed(sp_engine *e, bool *later, sp_store_rc rc,
+                                 sp_store_rc before_rc, sp_error *err, sp_error *before_err)
+{
+    if (*later) {
+        sp_error ignored = {0};
+        rc = ledger_batch_answer(e, &ignored);
+        sp_error_clear(&ignored);
+        *later = false;
+    }
+    if (rc == SP_STORE_OK) /* not made on it after all: it stands */
+        return rc;
+    sp_error_clear(err);
+    sp_error_move(err, before_err);
+    e->batch_missed |= ledger_prediction_missed(err);
+    return before_rc;
+}
+
+/* The open batch's commit - sent, its answer read with the next batch's,
+ * where the store can - and then the answer of the batch sent before it.
+ * What became of this batch; when it failed, *rcp and err say why. */
+static engine_batch_end batch_commit(sp_engine *e, sp_store_rc *rcp, sp_error *err)
+{
+    sp_error commit_err = {0}, before_err = {0};
+    bool writes = ledger_batch_writes(e), later = false;
+    if (writes)
+        sp_failpoint("host.batch.before-commit");
+    sp_store_rc rc = ledger_batch_send(e, &later, &commit_err), before_rc;
+    if (writes && rc == SP_STORE_OK && !later)
+        sp_failpoint("host.batch.after-commit");
+    e->batch_missed |= ledger_prediction_missed(&commit_err);
+    /* a batch that wrote nothing proves nothing; a sent one proves it with its answer */
+    if ((writes || rc != SP_STORE_OK) && !e->batch_missed && !later)
+        engine_fault_noted(e, true, "ledger_batch_commit", rc, &commit_err);
+    if (!answer_sent(e, &before_rc, &before_err))
+        rc = before_failed(e, &later, rc, before_rc, &commit_err, &before_err);
+    sp_error_clear(&before_err);
+    if (later) { /* its failpoints fire with its answer */
+        e->sent = true;
+        e->sent_points = e->deferred;
+        e->deferred = (sp_strlist){0};
+        if (writes) /* out of memory: a test-only point is lost, nothing else */
+            (void)sp_strlist_add(&e->sent_points, "host.batch.after-commit");
+    }
+    if (rc != SP_STORE_OK && !err->code[0])
+        sp_error_move(err, &commit_err);
+    sp_error_clear(&commit_err);
+    *rcp = rc;
+    if (rc != SP_STORE_OK)
+        return ENGINE_BATCH_FAILED;
+    return later ? ENGINE_BATCH_SENT : ENGINE_BATCH_COMMITTED;
+}
+
 static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
                      batch_scope scope, sp_error *err)
 {
@@ -200,29 +310,18 @@ static int run_batch(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only,
     }
     e->batch_failed = e->batch_missed = false;
     int work = batch_work(e, stats, only, scope, err);
-    bool failed = e->batch_failed || (work && stats->store_unavailable);
-    if (failed) {
+    engine_batch_end end = ENGINE_BATCH_FAILED;
+    if (e->batch_failed || (work && stats->store_unavailable))
         ledger_batch_abort(e);
-    } else {
-        sp_error commit_err = {0};
-        bool writes = ledger_batch_writes(e);
-        if (writes)
-            sp_failpoint("host.batch.before-commit");
-        rc = ledger_batch_commit(e, &commit_err);
-        if (writes && rc == SP_STORE_OK)
-            sp_failpoint("host.batch.after-commit");
-        e->batch_missed |= ledger_prediction_missed(&commit_err);
-        /* a batch that wrote nothing proves nothing */
-        if ((writes || rc != SP_STORE_OK) && !e->batch_missed)
-            engine_fault_noted(e, true, "ledger_batch_commit", rc, &commit_err);
-        failed = rc != SP_STORE_OK;
-        if (failed && !err->code[0])
-            sp_error_move(err, &commit_err);
-        sp_error_clear(&commit_err);
-    }
-    engine_attempts_reported(e, !failed);
-    if (batch_after(e, !failed, err))
+    else
+        end = batch_commit(e, &rc, err);
+    bool failed = end == ENGINE_BATCH_FAILED;
+    engine_attempts_reported(e, end);
+    int after = batch_after(e, !failed, &rc, err);
+    if (after < 0)
         return -1; /* committed, never to be flushed: not a store to wait for */
+    if (after > 0) /* sent, and answered that it did not commit */
+        failed = true, e->batch_missed |= ledger_prediction_missed(err);
     if (failed) {
         batch_lost(e, stats);
         if (e->batch_missed || ledger_prediction_missed(err)) {
@@ -253,10 +352,7 @@ int engine_pass(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_e
     return 0;
 }
 
-int engine_flushed(sp_engine *e, sp_error *err)
-{
-    return ledger_wait_flushed(e, err) == SP_STORE_OK ? 0 : -1;
-}
+int engine_flushed(sp_engine *e, sp_error *err) { return flushed(e, err); }
 
 /* The caller's own loop may act on what a pass did: it is on disk first. */
 int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)
@@ -318,6 +414,15 @@ static bool lock_freed(sp_engine *e)
  * an interrupt. */
 void engine_wait(sp_engine *e, uint64_t timeout_ms)
 {
+    pthread_mutex_lock(&e->mu);
+    bool at_once = wanted(e);
+    pthread_mutex_unlock(&e->mu);
+    if (!at_once && e->sent) {
+        /* nothing sleeps unanswered: the loop looks again at what the
+         * answer made committed (or must make again) before it waits */
+        answered_or_woken(e);
+        return;
+    }
     uint64_t beat = engine_attempts_next_beat_in(e);
     if (beat < timeout_ms)
         timeout_ms = beat;

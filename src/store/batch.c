@@ -15,7 +15,9 @@
  * fire when the batch commits - before and after its COMMIT - so a crash at
  * "after-commit" still means "this request is durable" (against a crash of
  * the process; a deferred commit is durable against a power loss once its
- * ticket is flushed).
+ * ticket is flushed). A batch sent with its answer read later
+ * (sp_store_batch_send: PostgreSQL) fires them when its answer says it
+ * committed.
  *
  * What it must never do: let another thread's request into the batch (the
  * batch belongs to the thread that began it; other threads wait for the
@@ -76,21 +78,30 @@ sp_store_rc lg_batch_open(sp_store *s, sp_error *err)
     if (s->batch.open)
         return SP_STORE_OK;
     atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
-    sp_store_rc rc = s->driver->begin(s->conn, SP_DB_WRITE, err);
+    /* behind a batch sent before, its answer unread: queued after it */
+    sp_store_rc rc = s->nsent && s->driver->begin_behind
+                         ? s->driver->begin_behind(s->conn, err)
+                         : s->driver->begin(s->conn, SP_DB_WRITE, err);
     s->batch.open = rc == SP_STORE_OK;
     return rc;
 }
 
 /* The batch's COMMIT: flushed before it returns (ticket NULL), or left to
- * the driver's flusher where it has one (*ticket, left 0 when flushed). */
-static sp_store_rc driver_commit(sp_store *s, uint64_t *ticket, sp_error *err)
+ * the driver's flusher where it has one (*ticket, left 0 when flushed), or
+ * (later non-NULL) sent with its answer left unread where the driver can
+ * (*later). */
+static sp_store_rc driver_commit(sp_store *s, uint64_t *ticket, bool *later, sp_error *err)
 {
+    if (later && s->driver->commit_send && s->nsent < 2)
+        return s->driver->commit_send(s->conn, ticket, later, err);
+    if (later)
+        *later = false;
     if (!ticket || !s->driver->commit_deferred)
         return s->driver->commit(s->conn, err);
     return s->driver->commit_deferred(s->conn, ticket, err);
 }
 
-static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
+static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, bool *later, sp_error *err)
 {
     if (!lg_in_batch(s))
         return lg_fail(err, SP_STORE_CONFLICT, "store.batch-closed", "no batch is open");
@@ -111,11 +122,16 @@ static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
     atomic_fetch_add_explicit(&s->statements, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->commits, requests ? 1 : 0, memory_order_relaxed);
     bool unanswered = s->batch.unanswered;
-    sp_store_rc rc = driver_commit(s, ticket, err);
+    sp_store_rc rc = driver_commit(s, ticket, later, err);
     s->batch.mispredicted |= rc != SP_STORE_OK && sp_store_prediction_missed(err);
     if (rc != SP_STORE_OK && unanswered)
         lg_batch_request_failed(s, rc);
-    batch_end(s, rc == SP_STORE_OK);
+    batch_end(s, rc == SP_STORE_OK); /* sent: the next batch builds on it */
+    if (rc == SP_STORE_OK && later && *later) {
+        atomic_fetch_add_explicit(&s->sent, 1, memory_order_relaxed);
+        s->sent_after[s->nsent++] = after; /* fired with its answer */
+        return rc;
+    }
     if (rc == SP_STORE_OK)
         names_fire(&after);
     sp_strlist_clear(&after);
@@ -124,14 +140,46 @@ static sp_store_rc batch_commit(sp_store *s, uint64_t *ticket, sp_error *err)
 
 sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err)
 {
-    return batch_commit(s, NULL, err);
+    return batch_commit(s, NULL, NULL, err);
 }
 
 sp_store_rc sp_store_batch_commit_deferred(sp_store *s, uint64_t *ticket, sp_error *err)
 {
     *ticket = 0; /* also when there is nothing to commit */
-    return batch_commit(s, ticket, err);
+    return batch_commit(s, ticket, NULL, err);
 }
+
+sp_store_rc sp_store_batch_send(sp_store *s, uint64_t *ticket, bool *later, sp_error *err)
+{
+    *ticket = 0;
+    *later = false;
+    return batch_commit(s, ticket, later, err);
+}
+
+sp_store_rc sp_store_batch_answer(sp_store *s, uint64_t *ticket, sp_error *err)
+{
+    *ticket = 0;
+    if (!s->nsent)
+        return SP_STORE_OK;
+    sp_store_rc rc = s->driver->answer(s->conn, ticket, err);
+    sp_strlist after = s->sent_after[0];
+    s->sent_after[0] = s->sent_after[1];
+    s->sent_after[1] = (sp_strlist){0};
+    s->nsent--;
+    if (rc == SP_STORE_OK) {
+        names_fire(&after);
+    } else { /* the next batch was made on what this one would have committed */
+        lg_predict_forget(s);
+        if (sp_store_prediction_missed(err))
+            atomic_fetch_add_explicit(&s->missed, 1, memory_order_relaxed);
+        else if (rc != SP_STORE_UNKNOWN_COMMIT)
+            lg_batch_request_failed(s, rc);
+    }
+    sp_strlist_clear(&after);
+    return rc;
+}
+
+bool sp_store_batch_sent(const sp_store *s) { return s->nsent > 0; }
 
 sp_store_rc sp_store_wait_flushed(sp_store *s, uint64_t ticket, sp_error *err)
 {
@@ -169,6 +217,7 @@ void sp_store_counters_get(sp_store *s, sp_store_counters *out)
     out->round_trips = s->driver->round_trips ? s->driver->round_trips(s->conn) : 0;
     out->predicted = atomic_load_explicit(&s->predicted, memory_order_relaxed);
     out->missed = atomic_load_explicit(&s->missed, memory_order_relaxed);
+    out->sent = atomic_load_explicit(&s->sent, memory_order_relaxed);
     out->flushes = out->unflushed = 0;
     if (s->driver->flush_counts)
         s->driver->flush_counts(s->conn, &out->flushes, &out->unflushed);

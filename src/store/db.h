@@ -118,6 +118,25 @@ typedef struct sp_db_driver {
      * commit is visible and survives a crash of this process when it
      * returns; *ticket (0: already flushed) names it for wait_flushed. */
     sp_store_rc (*commit_deferred)(void *conn, uint64_t *ticket, sp_error *err);
+    /* Optional (NULL: commit_deferred answers at once): commit_deferred
+     * whose COMMIT is sent and its answer left unread (*later true, c->mu
+     * released), so that the caller prepares its next batch meanwhile
+     * (docs/postgres.md §3i). The next transaction it may begin on the
+     * connection is begin_behind's; answer() reads the answers, oldest
+     * first. A batch sent behind one whose answer is unread commits only
+     * if that one did (its commit mark is chained to the other's). Where
+     * the driver cannot leave the answer (no flusher, a full queue, an
+     * earlier batch known to have failed) it answers at once: *later
+     * false, *ticket as commit_deferred's. */
+    sp_store_rc (*commit_send)(void *conn, uint64_t *ticket, bool *later, sp_error *err);
+    /* Optional with commit_send: the oldest sent batch's answer (OK and
+     * its *ticket, or its failure; unknown-commit then commit_outcome
+     * tells); OK with *ticket 0 when none is unanswered. Another call on
+     * the connection may have read it already: it was kept. */
+    sp_store_rc (*answer)(void *conn, uint64_t *ticket, sp_error *err);
+    /* Optional with commit_send: begin(WRITE) without reading the sent
+     * batches' answers first (its statements queue behind them). */
+    sp_store_rc (*begin_behind)(void *conn, sp_error *err);
     /* Optional with commit_deferred: wait until every commit up to `ticket`
      * is on disk. A failed flush is final: corrupt/store.io. */
     sp_store_rc (*wait_flushed)(void *conn, uint64_t ticket, sp_error *err);
@@ -255,7 +274,12 @@ struct sp_store {
     /* First reads predicted from this handle's own commits (predict.c);
      * NULL until a request could use one. */
     struct lg_predictions *predictions;
-    atomic_ullong commits, statements, predicted, missed; /* sp_store_counters */
+    /* Batches this handle sent with their answers unread (batch.c:
+     * sp_store_batch_send), oldest first: their after-commit failpoints,
+     * fired once an answer says committed. */
+    sp_strlist sent_after[2];
+    size_t nsent;
+    atomic_ullong commits, statements, predicted, missed, sent; /* sp_store_counters */
 };
 
 /* In the text of the error a guard of a predicted request raises when the

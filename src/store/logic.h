@@ -277,6 +277,9 @@ void lg_predict_stage(lg_mut *m, const sp_attempt_ref *settled);
  * a miss in it is counted). */
 void lg_predict_batch_end(sp_store *s, bool committed);
 void lg_predict_close(sp_store *s);
+/* Every prediction dropped: a batch sent before, whose answer was unread
+ * when its predictions were taken as committed, did not commit. */
+void lg_predict_forget(sp_store *s);
 /* The prediction lifted for m->key, if it names `attempt`. *used: m->run,
  * m->known and m->now hold it, and its guards are sent (their failure is
  * the answer of a later exchange, at the latest the batch's COMMIT). */

@@ -34,7 +34,10 @@
  * aborts the whole transaction: the batch fails and is made again); keep
  * a prediction whose batch did not commit; predict a "now" ahead of the
  * database's clock; answer a failure computed from predicted rows (it is a
- * miss: the request is made again on what the database holds); or be
+ * miss: the request is made again on what the database holds); keep any
+ * once a batch sent with its answer unread (batch.c: sp_store_batch_send,
+ * whose predictions the next batch uses at once) answers that it did not
+ * commit; or be
  * touched by a thread that does not hold the handle's batch.
  */
 #include <stdio.h>
@@ -253,6 +256,13 @@ void lg_predict_batch_end(sp_store *s, bool committed)
         else if (p->state == PREDICTION_STAGED)
             drop(p);
     }
+}
+
+void lg_predict_forget(sp_store *s)
+{
+    struct lg_predictions *t = s->predictions; /* the batch's thread: it takes the answers */
+    for (size_t i = 0; t && i < PREDICT_RUNS; i++)
+        drop(&t->runs[i]);
 }
 
 void lg_predict_close(sp_store *s)

@@ -102,8 +102,10 @@ void sp_store_close(sp_store *s)
 {
     if (!s)
         return;
-    s->driver->close(s->conn);
+    s->driver->close(s->conn); /* reads what was sent: its ticket is flushed */
     lg_predict_close(s);
+    for (size_t i = 0; i < s->nsent; i++)
+        sp_strlist_clear(&s->sent_after[i]);
     free(s->location);
     free(s);
 }

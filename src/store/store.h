@@ -837,6 +837,26 @@ sp_store_rc sp_store_batch_commit(sp_store *s, sp_error *err);
  * *ticket is 0 when the commit flushed itself (no flusher thread; SQLite:
  * the sync after a new WAL header; PostgreSQL: a batch that wrote nothing). */
 sp_store_rc sp_store_batch_commit_deferred(sp_store *s, uint64_t *ticket, sp_error *err);
+/* The same, but where the store can (PostgreSQL, docs/postgres.md §3i)
+ * the COMMIT is sent and its answer left unread: *later true, and the
+ * batch is neither committed nor failed until sp_store_batch_answer
+ * answers it, so the caller makes its next batch meanwhile. Until then
+ * nothing of it may leave the process except what a deferred commit's
+ * rules allow before the flush. The next batch (begun by this thread) is
+ * queued behind it, runs on its predictions, and commits only if it did;
+ * the store's after-commit failpoints of a sent batch fire with its
+ * answer. At most two batches are sent and unanswered; *later false (and
+ * *ticket as sp_store_batch_commit_deferred's) when the store answered at
+ * once. */
+sp_store_rc sp_store_batch_send(sp_store *s, uint64_t *ticket, bool *later, sp_error *err);
+/* The answer of the oldest batch sent and unanswered (OK at once when
+ * there is none): OK and its *ticket, or why it did not commit (then
+ * every prediction is dropped, and a batch sent behind it fails too;
+ * unknown-commit: sp_store_commit_outcome tells, then ask this again for
+ * the one behind). Only the thread that sent it asks. */
+sp_store_rc sp_store_batch_answer(sp_store *s, uint64_t *ticket, sp_error *err);
+/* A batch of this handle was sent and is unanswered. */
+bool sp_store_batch_sent(const sp_store *s);
 /* Wait until every deferred commit up to `ticket` is on disk (0: at once).
  * A failed flush is corrupt/store.io, now and for every later deferred
  * commit (a batch): the process must start again from what is on disk. A
@@ -901,6 +921,7 @@ typedef struct sp_store_counters {
     uint64_t unflushed;   /* deferred commits not on disk yet (now) */
     uint64_t predicted;   /* requests that ran on predicted first reads */
     uint64_t missed;      /* ... of them that the database did not hold (made again) */
+    uint64_t sent;        /* batches sent with their answers read later (PostgreSQL) */
 } sp_store_counters;
 
 void sp_store_counters_get(sp_store *s, sp_store_counters *out);

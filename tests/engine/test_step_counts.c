@@ -584,6 +584,84 @@ static void mispredicted(const char *location, int nruns)
     CHECK_INT(run_rows(location, sql), nruns * MISS_STEPS);
 }
 
+/* PostgreSQL: inline steps' batches are sent and their answers read with
+ * the next batch's (docs/postgres.md §3i): the server runs one batch while
+ * the engine runs the next step and makes the next batch. A sequential run
+ * of SENT_STEPS inline no-op steps sends nearly every batch so, in one
+ * round trip a step. While step SENT_MISS_AT runs, another session moves
+ * the run's row (after the batch that claimed that step committed: the
+ * move waits for its lock): the batch that settles the step is sent on a
+ * prediction that no longer holds. The engine learns it from that batch's
+ * answer, read once the next batch is sent - after it ran the next step on
+ * the claim the failed batch carried. That claim never existed: the next
+ * batch fails with it (its guards, its chained commit mark), and the step
+ * is claimed and run again, with the same attempt. So one step runs twice
+ * (its effect, idempotent, allows it); every step left one attempt - number
+ * 1 - and one result, and the run completes. */
+#define SENT_STEPS 60
+#define SENT_MISS_AT 30
+static const touch SENT_TOUCHES[] = {
+    {SENT_MISS_AT, "UPDATE runs SET updated_at_ms = updated_at_ms + 1 WHERE run_id = $1"},
+};
+
+static void sent_inline(const char *location)
+{
+    fixture f;
+    memset(&f, 0, sizeof f);
+    sp_run_key key;
+    sp_park park = SP_PARK_FAILED;
+    sp_error err = {0};
+    f.natives = sp_native_registry_new(); /* inline, the default --concurrency */
+    bool ready = f.natives &&
+                 !sp_native_register_with(f.natives, "noop", fn_noop, NULL, SP_NATIVE_INLINE,
+                                          &err) &&
+                 fixture_start(&f, location, 0) && start(&f, WARM_STEPS, "sent-warm-up", &key);
+    /* a short run first: the connection's statements are prepared */
+    if (!ready || sp_engine_run_until_parked(f.engine, &key, &park, NULL, NULL, &err) ||
+        !start(&f, SENT_STEPS, "sent", &key)) {
+        check_fail(__FILE__, __LINE__, "sent: %s %s", err.code, err.message);
+        sp_error_clear(&err);
+        fixture_close(&f);
+        return;
+    }
+    atomic_store(&CALLS, 0);
+    snprintf(TOUCH_RUN, sizeof TOUCH_RUN, "%s", key.run_id);
+    TOUCHES = SENT_TOUCHES, NTOUCHES = 1;
+    TOUCH_LOCATION = location;
+    sp_store_counters before, after;
+    sp_store_counters_get(f.store, &before);
+    park = SP_PARK_FAILED;
+    CHECK_INT(sp_engine_run_until_parked(f.engine, &key, &park, NULL, NULL, &err), 0);
+    CHECK_INT(park, SP_PARK_COMPLETED);
+    sp_error_clear(&err);
+    sp_store_counters_get(f.store, &after);
+    TOUCH_LOCATION = NULL;
+    fixture_close(&f);
+    uint64_t sent = after.sent - before.sent, missed = after.missed - before.missed;
+    uint64_t trips = after.round_trips - before.round_trips;
+    int calls = atomic_load(&CALLS);
+    printf("postgres sent: %d inline steps, %llu batches sent with their answers read with the"
+           " next batch's, %llu missed, %.2f round trips a step, %d calls\n",
+           SENT_STEPS, (unsigned long long)sent, (unsigned long long)missed,
+           (double)trips / SENT_STEPS, calls);
+    CHECK(sent >= SENT_STEPS - 4);
+    CHECK(missed >= 1);
+    CHECK(trips * 10 <= (uint64_t)ROUND_TRIPS_PER_STEP_X10 * SENT_STEPS);
+    CHECK(calls == SENT_STEPS + 1); /* the step run on the claim that never was, again */
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM attempts WHERE run_id = '%s'", key.run_id);
+    CHECK_INT(run_rows(location, sql), SENT_STEPS);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM attempts WHERE run_id = '%s' AND attempt_number = 1"
+             " AND status = 'finished'",
+             key.run_id);
+    CHECK_INT(run_rows(location, sql), SENT_STEPS);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM events WHERE kind = 'activity.result' AND run_id = '%s'",
+             key.run_id);
+    CHECK_INT(run_rows(location, sql), SENT_STEPS);
+}
+
 typedef struct server {
     fixture *f;
     int rc;
@@ -1019,7 +1097,7 @@ int main(int argc, char **argv)
     bool pg = argc > 1 && strcmp(argv[1], "--postgres") == 0;
     const char *label = pg ? "postgres" : "sqlite";
     char location[1200], dir[64] = "";
-    for (int part = 0; part < 6; part++) {
+    for (int part = 0; part < (pg ? 7 : 6); part++) {
         if (!fresh_location(pg, location, sizeof location, dir, sizeof dir)) {
             check_fail(__FILE__, __LINE__, "no store (PostgreSQL: SPORE_TEST_PG_FILE)");
             break;
@@ -1030,6 +1108,8 @@ int main(int argc, char **argv)
             start_many(location, label);
         else if (part == 5)
             start_many_batch_lost(location);
+        else if (part == 6)
+            sent_inline(location);
         else if (part == 3 && pg)
             mispredicted(location, 1), mispredicted(location, 3);
         else if (part == 3 || part == 4)

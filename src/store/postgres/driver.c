@@ -401,7 +401,7 @@ static sp_store_rc bind(const sp_db_val *params, size_t n, bound *b, sp_error *e
  * answer; PostgreSQL skips the rest (aborted pipeline). */
 
 /* One pending write's answer; false when there is none (connection lost). */
-static bool pending_result(pg_conn *c, int64_t expect, sp_store_rc *rcp, sp_error *err)
+bool sp_pg_pending_result(pg_conn *c, int64_t expect, sp_store_rc *rcp, sp_error *err)
 {
     PGresult *res = PQgetResult(c->db);
     if (!res) {
@@ -431,6 +431,17 @@ static bool pending_result(pg_conn *c, int64_t expect, sp_store_rc *rcp, sp_erro
     return true;
 }
 
+void sp_pg_read_to_sync(pg_conn *c)
+{
+    PGresult *res;
+    while ((res = PQgetResult(c->db)) != NULL) {
+        bool synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+        PQclear(res);
+        if (synced)
+            break;
+    }
+}
+
 /* Sync the pipeline: the pending writes' answers in order, then the
  * answers of the `nlast` statements sent after them (last[i]: the caller's
  * to clear; NULL when there is none). One round trip. */
@@ -441,8 +452,11 @@ static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, size_t nlast, sp_e
     if (PQpipelineSync(c->db) != 1)
         rc = sp_pg_fail(c, NULL, "pipeline", err);
     bool answered = rc == SP_STORE_OK;
+    /* batches sent before this exchange are answered before it (sent.c) */
+    if (answered && c->nsent && !sp_pg_sent_read(c))
+        answered = false, rc = sp_pg_fail(c, NULL, "pipeline", err);
     for (size_t i = 0; i < c->npending && answered; i++)
-        answered = pending_result(c, c->pending[i], &rc, err);
+        answered = sp_pg_pending_result(c, c->pending[i], &rc, err);
     c->writes_answered = answered && rc == SP_STORE_OK;
     for (size_t i = 0; i < nlast; i++)
         last[i] = NULL;
@@ -454,13 +468,8 @@ static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, size_t nlast, sp_e
             answered = false, rc = rc ? rc : sp_pg_fail(c, NULL, "pipeline", err);
     }
     c->answer_lost = !answered;
-    PGresult *res;
-    while (answered && (res = PQgetResult(c->db)) != NULL) {
-        bool synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
-        PQclear(res);
-        if (synced)
-            break;
-    }
+    if (answered)
+        sp_pg_read_to_sync(c);
     c->npending = 0;
     if (PQexitPipelineMode(c->db) != 1 && rc == SP_STORE_OK)
         rc = sp_pg_fail(c, NULL, "pipeline", err);
@@ -698,6 +707,7 @@ static sp_store_rc connection_failed(pg_conn *c, const char *what, sp_error *err
 sp_store_rc sp_pg_reconnect(pg_conn *c, sp_error *err)
 {
     sp_db_cache_clear(&c->statements);
+    sp_pg_sent_lost(c); /* their answers went with the connection */
     PQreset(c->db);
     atomic_fetch_add(&c->generation, 1); /* a new backend: flush.c's proofs start over */
     c->flush_unresolved = true;
@@ -746,10 +756,9 @@ static bool begin_pipelined(pg_conn *c, const char *sql)
     return true;
 }
 
-static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
+/* pg_begin, c->mu held (released when it fails). */
+static sp_store_rc begin_locked(pg_conn *c, sp_db_tx mode, sp_error *err)
 {
-    pg_conn *c = conn;
-    pthread_mutex_lock(&c->mu);
     c->wrote = false;
     /* tickets a reconnect left unproved come first (flush.c) */
     if (c->flush_unresolved && PQstatus(c->db) == CONNECTION_OK) {
@@ -779,9 +788,35 @@ static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
     return rc;
 }
 
-/* The transaction under way rolled back (c->mu stays held). */
-static void pg_rollback_locked(pg_conn *c)
+static sp_store_rc pg_begin(void *conn, sp_db_tx mode, sp_error *err)
 {
+    pg_conn *c = conn;
+    pthread_mutex_lock(&c->mu);
+    sp_pg_sent_settle(c); /* batches sent before are answered first (sent.c) */
+    return begin_locked(c, mode, err);
+}
+
+/* A write transaction queued behind the batches sent before it, their
+ * answers unread (sent.c); as pg_begin when there are none, or when the
+ * connection has not answered lately. */
+static sp_store_rc pg_begin_behind(void *conn, sp_error *err)
+{
+    pg_conn *c = conn;
+    pthread_mutex_lock(&c->mu);
+    c->wrote = false;
+    if (sp_pg_sent_unread(c) && !c->npending && !c->flush_unresolved &&
+        PQstatus(c->db) == CONNECTION_OK &&
+        begin_pipelined(c, begin_sql(SP_DB_WRITE)))
+        return SP_STORE_OK;
+    sp_pg_sent_settle(c);
+    return begin_locked(c, SP_DB_WRITE, err);
+}
+
+/* The transaction under way rolled back (c->mu stays held). */
+void sp_pg_rollback_locked(pg_conn *c)
+{
+    if (!c->npending)
+        sp_pg_sent_settle(c); /* nothing of its own is queued behind them */
     sp_error ignored = {0};
     flush(c, &ignored); /* what is pending is rolled back with the rest */
     sp_error_clear(&ignored);
@@ -817,7 +852,9 @@ static sp_store_rc send_commit(pg_conn *c, PGresult **res, sp_error *err)
 static sp_store_rc commit_answer(pg_conn *c, bool marked, bool deferred, sp_error *err)
 {
     PGresult *res = NULL;
-    sp_store_rc failed = marked ? sp_pg_mark(c, deferred, err) : SP_STORE_OK;
+    /* behind a sent batch whose answer is unread, chained to it (sent.c) */
+    bool chained = deferred && sp_pg_sent_unread(c);
+    sp_store_rc failed = marked ? sp_pg_mark(c, deferred, chained, err) : SP_STORE_OK;
     if (!failed) /* a deferred write that failed: nothing commits */
         failed = send_commit(c, &res, err);
     if (failed) {
@@ -825,6 +862,13 @@ static sp_store_rc commit_answer(pg_conn *c, bool marked, bool deferred, sp_erro
             exec_ok(c, "ROLLBACK", NULL);
         return failed;
     }
+    sp_store_rc rc = sp_pg_commit_status(c, res, err);
+    PQclear(res);
+    return rc;
+}
+
+sp_store_rc sp_pg_commit_status(pg_conn *c, PGresult *res, sp_error *err)
+{
     sp_store_rc rc = SP_STORE_OK;
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -841,34 +885,35 @@ static sp_store_rc commit_answer(pg_conn *c, bool marked, bool deferred, sp_erro
                 "postgres: commit: the transaction had failed and was rolled back");
         rc = SP_STORE_UNAVAILABLE;
     }
-    PQclear(res);
     return rc;
 }
 
 /* COMMIT; with `ticket` (deferred), a write transaction's flush is left to
  * the flusher when it can be (marked: flush.c proves it by the mark) and
  * *ticket names it, else 0. After a failed flush nothing more commits. */
-static sp_store_rc finish(pg_conn *c, uint64_t *ticket, sp_error *err)
+sp_store_rc sp_pg_finish(pg_conn *c, uint64_t *ticket, sp_error *err)
 {
     bool marked = c->wrote && c->marks; /* its outcome can be read back (outcome.c) */
     sp_flusher *f = ticket && marked ? sp_pg_flusher(c) : NULL;
     sp_store_rc rc = f ? sp_flusher_failed(f, err) : SP_STORE_OK;
     if (rc) {
-        pg_rollback_locked(c);
+        sp_pg_rollback_locked(c);
         return rc;
     }
     rc = commit_answer(c, marked, f != NULL, err);
-    if (marked) /* a new mark hides whether the one before committed */
+    if (marked) { /* a new mark hides whether the one before committed */
         c->unresolved = rc == SP_STORE_UNKNOWN_COMMIT;
+        c->unresolved_mark = c->unresolved_hi = c->mark;
+    }
     if (f && rc == SP_STORE_OK)
-        *ticket = sp_pg_flush_committed(c);
+        *ticket = sp_pg_flush_committed(c, c->mark);
     return rc;
 }
 
 static sp_store_rc pg_commit(void *conn, sp_error *err)
 {
     pg_conn *c = conn;
-    sp_store_rc rc = finish(c, NULL, err);
+    sp_store_rc rc = sp_pg_finish(c, NULL, err);
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -877,7 +922,7 @@ static sp_store_rc pg_commit_deferred(void *conn, uint64_t *ticket, sp_error *er
 {
     pg_conn *c = conn;
     *ticket = 0;
-    sp_store_rc rc = finish(c, ticket, err);
+    sp_store_rc rc = sp_pg_finish(c, ticket, err);
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -901,7 +946,7 @@ static void pg_flush_counts(void *conn, uint64_t *flushes, uint64_t *unflushed)
 static void pg_rollback(void *conn)
 {
     pg_conn *c = conn;
-    pg_rollback_locked(c);
+    sp_pg_rollback_locked(c);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -952,6 +997,7 @@ static void pg_close(void *conn)
     pg_conn *c = conn;
     if (!c)
         return;
+    sp_pg_sent_close(c); /* a sent batch's ticket comes with its answer */
     sp_flusher_stop(atomic_load(&c->flusher)); /* committed is durable before the close */
     sp_db_cache_clear(&c->statements);
     PQfinish(c->db);
@@ -981,6 +1027,9 @@ static const sp_db_driver PG_DRIVER = {
     .begin = pg_begin,
     .commit = pg_commit,
     .commit_deferred = pg_commit_deferred,
+    .commit_send = sp_pg_commit_send,
+    .answer = sp_pg_answer,
+    .begin_behind = pg_begin_behind,
     .wait_flushed = pg_wait_flushed,
     .flush_counts = pg_flush_counts,
     .commit_outcome = sp_pg_commit_outcome,

@@ -147,10 +147,10 @@ sp_flusher *sp_pg_flusher(pg_conn *c)
     return f;
 }
 
-uint64_t sp_pg_flush_committed(pg_conn *c)
+uint64_t sp_pg_flush_committed(pg_conn *c, uint64_t mark)
 {
     pthread_mutex_lock(&c->flush->mu);
-    c->flush->mark = c->mark;
+    c->flush->mark = mark;
     c->flush->generation = atomic_load(&c->generation);
     pthread_mutex_unlock(&c->flush->mu);
     return sp_flusher_committed(atomic_load(&c->flusher));

@@ -22,8 +22,13 @@
  * it); a writer that opens the store removes the rows of sessions silent
  * for a day (sp_pg_marks_open).
  *
+ * A batch sent behind another whose answer is unread (sent.c) carries a
+ * chained mark: it commits only if that one did, so when both answers are
+ * lost, a row holding either mark says that the first one committed.
+ *
  * Must never call a commit happened that it cannot prove, nor answer for
- * any transaction but the last marked one of its connection.
+ * any transaction but the last marked one of its connection (and those
+ * chained to it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +52,17 @@ static const char MARK_UNFLUSHED_SQL[] =
     " FROM (SELECT set_config('synchronous_commit', 'off', true)) unflushed"
     " ON CONFLICT (session) DO UPDATE SET mark = EXCLUDED.mark, at_ms = EXCLUDED.at_ms";
 
+/* The same, for a batch sent behind another whose answer is unread
+ * (sent.c): written only where the row holds the mark before (that batch
+ * committed), else it fails as a missed prediction, and with it the
+ * whole batch - it was made on what that one would have committed. */
+static const char MARK_CHAINED_SQL[] =
+    "WITH chained AS (UPDATE commit_marks SET mark = ?, at_ms = " SP_PG_NOW_MS
+    " WHERE session = ? AND mark = ? RETURNING set_config('synchronous_commit', 'off', true))"
+    " SELECT CASE WHEN count(*) = 1 THEN 0 ELSE ('" SP_DB_PREDICTION_MISSED
+    ": the batch sent before this one did not commit ' || clock_timestamp())::int END"
+    " FROM chained";
+
 void sp_pg_marks_init(pg_conn *c) { sp_random_hex(c->session, sizeof c->session / 2); }
 
 void sp_pg_marks_open(pg_conn *c)
@@ -56,11 +72,16 @@ void sp_pg_marks_open(pg_conn *c)
     PQclear(PQexec(c->db, "DELETE FROM commit_marks WHERE at_ms < " SP_PG_NOW_MS " - " SILENT_MS));
 }
 
-sp_store_rc sp_pg_mark(pg_conn *c, bool unflushed, sp_error *err)
+sp_store_rc sp_pg_mark(pg_conn *c, bool unflushed, bool chained, sp_error *err)
 {
-    sp_db_val params[2] = {{.type = SP_DB_TEXT, .s = c->session, .len = strlen(c->session)},
-                           {.type = SP_DB_INT, .i = (int64_t)++c->mark}};
+    sp_db_val session = {.type = SP_DB_TEXT, .s = c->session, .len = strlen(c->session)};
+    sp_db_val before = DB_INT(c->mark), mark = DB_INT(++c->mark);
     atomic_fetch_add_explicit(&c->own_statements, 1, memory_order_relaxed);
+    if (chained) {
+        sp_db_val params[3] = {mark, session, before};
+        return sp_pg_write(c, MARK_CHAINED_SQL, params, 3, -1, err);
+    }
+    sp_db_val params[2] = {session, mark};
     return sp_pg_write(c, unflushed ? MARK_UNFLUSHED_SQL : MARK_SQL, params, 2, 1, err);
 }
 
@@ -97,7 +118,9 @@ sp_store_rc sp_pg_commit_outcome(void *conn, sp_commit_outcome *out, sp_error *e
         if (rc == SP_STORE_OK)
             rc = read_mark(c, &mark, err);
         if (rc == SP_STORE_OK) {
-            *out = mark == c->mark ? SP_COMMIT_HAPPENED : SP_COMMIT_DID_NOT_HAPPEN;
+            *out = mark >= c->unresolved_mark && mark <= c->unresolved_hi
+                       ? SP_COMMIT_HAPPENED
+                       : SP_COMMIT_DID_NOT_HAPPEN;
             c->unresolved = false;
         }
     }

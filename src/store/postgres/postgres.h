@@ -31,6 +31,26 @@
  * worker that stalls mid-transaction cannot hold a run's lock for long. */
 #define SP_PG_IDLE_TX_TIMEOUT "60s"
 
+/* Writes sent in pipeline mode and not yet answered, at most (their
+ * answers, some 50 bytes each, stay well inside the socket's buffers while
+ * more is sent). */
+#define SP_PG_PENDING_MAX 256
+/* Batches whose COMMIT is sent and whose answer is not read yet (sent.c):
+ * the engine's last batch and, for a moment, the one sent behind it. */
+#define SP_PG_SENT_MAX 2
+
+/* A batch sent, its answer read later (sent.c). */
+typedef struct pg_sent {
+    int64_t expects[SP_PG_PENDING_MAX]; /* its statements' answers before COMMIT's */
+    size_t n;
+    uint64_t mark;   /* its commit mark */
+    bool behind;     /* sent behind another whose answer was unread (chained to it) */
+    bool read;       /* its answer was read (rc, err, ticket) and waits to be taken */
+    sp_store_rc rc;
+    sp_error err;
+    uint64_t ticket; /* when it committed: its flush's (flush.c) */
+} pg_sent;
+
 typedef struct pg_conn {
     PGconn *db;
     pthread_mutex_t mu; /* held from begin() to commit()/rollback() */
@@ -42,10 +62,8 @@ typedef struct pg_conn {
     char *url;        /* as given: the listener connects with it (never shown) */
     atomic_ullong round_trips; /* requests sent to the server and waited for */
     atomic_ullong own_statements; /* commit marks sent inside the logic's transactions */
-    /* writes sent in pipeline mode, not yet answered (driver.c: flush): a
-     * batch's settles', up to this many (their answers, some 50 bytes each,
-     * stay well inside the socket's buffers while more is sent) */
-    int64_t pending[256];  /* each one's expected row count, -1: any */
+    /* writes sent in pipeline mode, not yet answered (driver.c: flush) */
+    int64_t pending[SP_PG_PENDING_MAX]; /* each one's expected row count, -1: any */
     bool writes_answered;  /* the last sync answered every pending write, all applied */
     bool answer_lost;      /* the last sync lost answers with the connection */
     size_t npending;
@@ -56,10 +74,16 @@ typedef struct pg_conn {
     /* Commit marks (outcome.c): this connection's session name, the mark of
      * its last write transaction; `marks`: the store has them (a writer
      * opened it); `wrote`: the transaction under way wrote; `unresolved`:
-     * the last marked COMMIT's answer was lost. */
+     * the last marked COMMIT's answer was lost: it committed when the
+     * session's row holds a mark from unresolved_mark to unresolved_hi (a
+     * batch sent behind it, chained to it, may have committed too). */
     char session[33];
-    uint64_t mark;
+    uint64_t mark, unresolved_mark, unresolved_hi;
     bool marks, wrote, unresolved;
+    /* Batches sent with their answers unread (sent.c), oldest first. */
+    pg_sent sent[SP_PG_SENT_MAX];
+    size_t nsent;
+    bool sent_failed; /* the last answer taken said its batch did not commit */
     /* Deferred commits (flush.c): the flusher, started on first use (NULL
      * with no_flusher: every commit flushes itself); its context; the
      * backends this connection has had (a reconnect adds one); whether a
@@ -124,7 +148,11 @@ sp_store_rc sp_pg_write(void *conn, const char *sql, const sp_db_val *params, si
  * commit_outcome. */
 void sp_pg_marks_init(pg_conn *c);
 void sp_pg_marks_open(pg_conn *c);
-sp_store_rc sp_pg_mark(pg_conn *c, bool unflushed, sp_error *err);
+/* With `chained`, the mark is written only where the session's row holds
+ * the mark before it (a batch sent and not yet answered committed), else
+ * the statement fails as a missed prediction: this batch cannot commit
+ * without that one (sent.c). */
+sp_store_rc sp_pg_mark(pg_conn *c, bool unflushed, bool chained, sp_error *err);
 sp_store_rc sp_pg_commit_outcome(void *conn, sp_commit_outcome *out, sp_error *err);
 
 /* Deferred commits (flush.c): the connection's flusher, started on first
@@ -134,7 +162,37 @@ sp_store_rc sp_pg_commit_outcome(void *conn, sp_commit_outcome *out, sp_error *e
  * anything else (confirmed, or a final failure when the server lost them;
  * unavailable when it could not be asked: asked again at the next begin). */
 sp_flusher *sp_pg_flusher(pg_conn *c);
-uint64_t sp_pg_flush_committed(pg_conn *c);
+uint64_t sp_pg_flush_committed(pg_conn *c, uint64_t mark);
 sp_store_rc sp_pg_flush_resolve(pg_conn *c, sp_error *err);
+
+/* Shared by driver.c and sent.c: one pending statement's answer read
+ * into *rcp (false: none came, the connection went); what is left of the
+ * answers up to the pipeline's next sync, read and dropped; a COMMIT's
+ * answer (its result, read) as the store's outcome; the transaction's
+ * COMMIT, answered now (with `ticket`: deferred where it can be), c->mu
+ * kept. */
+bool sp_pg_pending_result(pg_conn *c, int64_t expect, sp_store_rc *rcp, sp_error *err);
+void sp_pg_read_to_sync(pg_conn *c);
+sp_store_rc sp_pg_commit_status(pg_conn *c, PGresult *res, sp_error *err);
+sp_store_rc sp_pg_finish(pg_conn *c, uint64_t *ticket, sp_error *err);
+/* The transaction under way rolled back, what is queued discarded (c->mu
+ * stays held). */
+void sp_pg_rollback_locked(pg_conn *c);
+
+/* Batches sent with their answers read later (sent.c): the driver's
+ * commit_send and answer; every unread answer read and kept, in order
+ * (false: the connection went with them, and they are kept as unknown);
+ * the same, and the connection left out of pipeline mode and out of a
+ * failed transaction, for a statement that is not pipelined; the unread
+ * ones lost with the connection (a reconnect). */
+sp_store_rc sp_pg_commit_send(void *conn, uint64_t *ticket, bool *later, sp_error *err);
+sp_store_rc sp_pg_answer(void *conn, uint64_t *ticket, sp_error *err);
+bool sp_pg_sent_read(pg_conn *c);
+void sp_pg_sent_settle(pg_conn *c);
+void sp_pg_sent_lost(pg_conn *c);
+/* A sent batch's answer is unread (a transaction begun now is behind it);
+ * at the connection's close: every answer read, every kept one dropped. */
+bool sp_pg_sent_unread(const pg_conn *c);
+void sp_pg_sent_close(pg_conn *c);
 
 #endif
