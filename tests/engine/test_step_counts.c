@@ -141,13 +141,21 @@ static void touch_run(const char *sql)
     PQfinish(c);
 }
 
-static int fn_noop(void *user, const char *input, size_t len, sp_native_call *call)
+/* One more call of the no-op functions, with the touches due at it: its
+ * number (from 1). */
+static int count_call(void)
 {
-    (void)user, (void)input, (void)len;
     int n = atomic_fetch_add(&CALLS, 1) + 1;
     for (size_t i = 0; TOUCH_LOCATION && i < NTOUCHES; i++)
         if (TOUCHES[i].at == n)
             touch_run(TOUCHES[i].sql);
+    return n;
+}
+
+static int fn_noop(void *user, const char *input, size_t len, sp_native_call *call)
+{
+    (void)user, (void)input, (void)len;
+    (void)count_call();
     return sp_native_succeed(call, NULL, "{}", 2);
 }
 
@@ -532,6 +540,29 @@ static long long run_rows(const char *location, const char *sql)
     return n;
 }
 
+/* The one text `sql` answers ("" when none). */
+static void run_text(const char *location, const char *sql, char *out, size_t cap)
+{
+    PGconn *c = PQconnectdb(location);
+    PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+    bool one = r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    snprintf(out, cap, "%s", one ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* Run `key` until it parks, which must be its completion. */
+static void run_to_completion(fixture *f, const sp_run_key *key)
+{
+    sp_park park = SP_PARK_FAILED;
+    sp_error err = {0};
+    CHECK_INT(sp_engine_run_until_parked(f->engine, key, &park, NULL, NULL, &err), 0);
+    CHECK_INT(park, SP_PARK_COMPLETED);
+    if (err.code[0])
+        printf("run %s: %s: %s\n", key->run_id, err.code, err.message);
+    sp_error_clear(&err);
+}
+
 static bool start_runs(fixture *f, int n, sp_run_key *keys)
 {
     for (int i = 0; i < n; i++) {
@@ -557,13 +588,8 @@ static void mispredicted(const char *location, int nruns)
     TOUCH_LOCATION = location;
     sp_store_counters before, after;
     sp_store_counters_get(f.store, &before);
-    for (int i = 0; i < nruns; i++) {
-        sp_park park = SP_PARK_FAILED;
-        sp_error err = {0};
-        CHECK_INT(sp_engine_run_until_parked(f.engine, &keys[i], &park, NULL, NULL, &err), 0);
-        CHECK_INT(park, SP_PARK_COMPLETED);
-        sp_error_clear(&err);
-    }
+    for (int i = 0; i < nruns; i++)
+        run_to_completion(&f, &keys[i]);
     sp_store_counters_get(f.store, &after);
     TOUCH_LOCATION = NULL;
     fixture_close(&f);
@@ -604,6 +630,16 @@ static const touch SENT_TOUCHES[] = {
     {SENT_MISS_AT, "UPDATE runs SET updated_at_ms = updated_at_ms + 1 WHERE run_id = $1"},
 };
 
+/* fn_noop's, answering which call it was: {"call": n}. */
+static int fn_counted(void *user, const char *input, size_t len, sp_native_call *call)
+{
+    (void)user, (void)input, (void)len;
+    int n = count_call();
+    char out[32];
+    int len_out = snprintf(out, sizeof out, "{\"call\":%d}", n);
+    return sp_native_succeed(call, NULL, out, (size_t)len_out);
+}
+
 static void sent_inline(const char *location)
 {
     fixture f;
@@ -613,8 +649,8 @@ static void sent_inline(const char *location)
     sp_error err = {0};
     f.natives = sp_native_registry_new(); /* inline, the default --concurrency */
     bool ready = f.natives &&
-                 !sp_native_register_with(f.natives, "noop", fn_noop, NULL, SP_NATIVE_INLINE,
-                                          &err) &&
+                 !sp_native_register_with(f.natives, "noop", fn_counted, NULL,
+                                          SP_NATIVE_INLINE, &err) &&
                  fixture_start(&f, location, 0) && start(&f, WARM_STEPS, "sent-warm-up", &key);
     /* a short run first: the connection's statements are prepared */
     if (!ready || sp_engine_run_until_parked(f.engine, &key, &park, NULL, NULL, &err) ||
@@ -630,10 +666,7 @@ static void sent_inline(const char *location)
     TOUCH_LOCATION = location;
     sp_store_counters before, after;
     sp_store_counters_get(f.store, &before);
-    park = SP_PARK_FAILED;
-    CHECK_INT(sp_engine_run_until_parked(f.engine, &key, &park, NULL, NULL, &err), 0);
-    CHECK_INT(park, SP_PARK_COMPLETED);
-    sp_error_clear(&err);
+    run_to_completion(&f, &key);
     sp_store_counters_get(f.store, &after);
     TOUCH_LOCATION = NULL;
     fixture_close(&f);
@@ -648,13 +681,120 @@ static void sent_inline(const char *location)
     CHECK(missed >= 1);
     CHECK(trips * 10 <= (uint64_t)ROUND_TRIPS_PER_STEP_X10 * SENT_STEPS);
     CHECK(calls == SENT_STEPS + 1); /* the step run on the claim that never was, again */
-    char sql[256];
+    char sql[320];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM attempts WHERE run_id = '%s'", key.run_id);
     CHECK_INT(run_rows(location, sql), SENT_STEPS);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM attempts WHERE run_id = '%s' AND attempt_number = 1"
              " AND status = 'finished'",
              key.run_id);
+    CHECK_INT(run_rows(location, sql), SENT_STEPS);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM events WHERE kind = 'activity.result' AND run_id = '%s'",
+             key.run_id);
+    CHECK_INT(run_rows(location, sql), SENT_STEPS);
+    /* the results stored are the runs on claims that were: not call SENT_MISS_AT + 1 */
+    char want[4 * SENT_STEPS] = "", got[4 * SENT_STEPS] = "";
+    for (int step = 1; step <= SENT_STEPS; step++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", step > 1 ? "," : "",
+                 step <= SENT_MISS_AT ? step : step + 1);
+    snprintf(sql, sizeof sql,
+             "SELECT string_agg(body::json->'output'->>'call', ',' ORDER BY sequence)"
+             " FROM events WHERE kind = 'activity.result' AND run_id = '%s'",
+             key.run_id);
+    run_text(location, sql, got, sizeof got);
+    CHECK_STR(got, want);
+}
+
+/* PostgreSQL: the store's own backend ended while a sent batch's answer
+ * is unread. While step CUT_AT runs (the batch that claimed it sent, the
+ * server running it or done with it), another session ends the backend of
+ * the engine's connection - the one of CUT_APP that is not the flusher's.
+ * The batch may have committed or not; the next one, sent behind it on the
+ * dead connection, did not. Both answers are lost: each is read back from
+ * the session's commit mark (a mark chained behind the first counts for
+ * it), on a new connection. The run completes without waiting out a lease:
+ * every step left one attempt, number 1, finished, and one result; at most
+ * two steps ran twice (the one whose claim may not have committed, and the
+ * one run on the claim of the batch sent behind it). */
+#define CUT_AT 20
+#define CUT_APP "counts-cut"
+static atomic_int CUT_DONE;
+
+static void cut_backend(void)
+{
+    if (atomic_exchange(&CUT_DONE, 1))
+        return;
+    PGconn *c = PQconnectdb(TOUCH_LOCATION);
+    PGresult *r = PQstatus(c) == CONNECTION_OK
+                      ? PQexec(c, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                  " WHERE application_name = '" CUT_APP "'"
+                                  " AND pid <> pg_backend_pid()"
+                                  /* the flusher's: its flush, or its setting first */
+                                  " AND query NOT LIKE 'SELECT txid_current()%'"
+                                  " AND query NOT LIKE 'SELECT set_config(''synchronous_commit''%'")
+                      : NULL;
+    bool one = r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+               strcmp(PQgetvalue(r, 0, 0), "1") == 0;
+    CHECK(one); /* exactly the engine's connection */
+    if (!one)
+        printf("cut: %s %s\n", r && PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "-",
+               r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+}
+
+static int fn_cut(void *user, const char *input, size_t len, sp_native_call *call)
+{
+    (void)user, (void)input, (void)len;
+    if (atomic_fetch_add(&CALLS, 1) + 1 == CUT_AT)
+        cut_backend();
+    return sp_native_succeed(call, NULL, "{}", 2);
+}
+
+static void sent_cut(const char *location)
+{
+    char cut_location[1300];
+    snprintf(cut_location, sizeof cut_location, "%s", location);
+    char *app = strstr(cut_location, "application_name=");
+    if (!app) {
+        check_fail(__FILE__, __LINE__, "no application_name in %s", location);
+        return;
+    }
+    snprintf(app, sizeof cut_location - (size_t)(app - cut_location),
+             "application_name=" CUT_APP);
+    fixture f;
+    memset(&f, 0, sizeof f);
+    sp_run_key key;
+    sp_park park = SP_PARK_FAILED;
+    sp_error err = {0};
+    f.natives = sp_native_registry_new();
+    bool ready = f.natives &&
+                 !sp_native_register_with(f.natives, "noop", fn_cut, NULL, SP_NATIVE_INLINE,
+                                          &err) &&
+                 fixture_start(&f, cut_location, 0) && start(&f, SENT_STEPS, "cut", &key);
+    atomic_store(&CALLS, 0);
+    atomic_store(&CUT_DONE, 0);
+    TOUCH_LOCATION = location; /* the cutting session is not one of CUT_APP */
+    if (ready)
+        CHECK_INT(sp_engine_run_until_parked(f.engine, &key, &park, NULL, NULL, &err), 0);
+    CHECK(ready && park == SP_PARK_COMPLETED);
+    if (err.code[0])
+        printf("cut: %s: %s\n", err.code, err.message);
+    sp_error_clear(&err);
+    TOUCH_LOCATION = NULL;
+    fixture_close(&f);
+    int calls = atomic_load(&CALLS);
+    printf("postgres cut while a batch was sent: %d steps, %d calls\n", SENT_STEPS, calls);
+    CHECK_INT(atomic_load(&CUT_DONE), 1);
+    CHECK(calls >= SENT_STEPS && calls <= SENT_STEPS + 2);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM attempts WHERE run_id = '%s' AND attempt_number = 1"
+             " AND status = 'finished'",
+             key.run_id);
+    CHECK_INT(run_rows(location, sql), SENT_STEPS);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM attempts WHERE run_id = '%s'", key.run_id);
     CHECK_INT(run_rows(location, sql), SENT_STEPS);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM events WHERE kind = 'activity.result' AND run_id = '%s'",
@@ -1109,7 +1249,7 @@ int main(int argc, char **argv)
         else if (part == 5)
             start_many_batch_lost(location);
         else if (part == 6)
-            sent_inline(location);
+            sent_inline(location), sent_cut(location);
         else if (part == 3 && pg)
             mispredicted(location, 1), mispredicted(location, 3);
         else if (part == 3 || part == 4)

@@ -705,6 +705,72 @@ static void q04_batch_write_fails(fail_place place)
     pg_destroy(&CTX, loc);
 }
 
+/* ---- batches sent with their answers read later (docs/postgres.md §3i) ---- */
+
+/* Two batches sent one behind the other, the first one's answer unread
+ * when the second is sent: both commit, each answered with its ticket, in
+ * order. Then a batch the server refuses (a trigger of the test's, as
+ * above) is sent and its answer left unread, and the next batch begins
+ * behind it. That batch's first read answers the refusal first and then
+ * fails itself - its transaction was queued after the failed one - as a
+ * missed prediction (unavailable/store.prediction-missed, "the batch sent
+ * before this one did not commit"), not as the server's "current
+ * transaction is aborted" (incompatible/store.sql, which the engine would
+ * not make again). The refused batch's own answer is its refusal
+ * (conflict/store.constraint). Nothing of either is stored, and the
+ * connection serves the next batch. */
+static void q04_sent_behind_refused(void)
+{
+    char schema[64], loc[STORE_LOCATION_MAX];
+    manual_clock clock;
+    sp_error err = {0};
+    sp_store *s = fresh_store(schema, sizeof schema, loc, &clock);
+    if (!s)
+        return;
+    static const char *const RUNS[] = {"run_refused", "run_other"};
+    sp_create_run_res cr;
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    for (int i = 0; i < 2; i++) {
+        sp_run_key key = fx_key(RUNS[i]);
+        EXPECT_OK(fx_create(s, &key, RUNS[i], &cr, &err), &err);
+        EXPECT_OK(batch_signal(s, RUNS[i], "m0", &err), &err); /* statements prepared */
+    }
+    EXPECT_OK(sp_store_batch_commit(s, &err), &err);
+    uint64_t ticket = 0, first = 0;
+    bool later = false, both = true;
+    for (int i = 0; i < 2; i++) {
+        EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+        EXPECT_OK(batch_signal(s, RUNS[i], "m1", &err), &err);
+        EXPECT_OK(sp_store_batch_send(s, &ticket, &later, &err), &err);
+        both &= later;
+    }
+    CHECK(both);
+    EXPECT_OK(sp_store_batch_answer(s, &first, &err), &err);
+    EXPECT_OK(sp_store_batch_answer(s, &ticket, &err), &err);
+    CHECK(first > 0 && ticket > first && !sp_store_batch_sent(s));
+    EXPECT_OK(sp_store_wait_flushed(s, ticket, &err), &err);
+    const int before = 6; /* two run.started, two m0, two m1 */
+    CHECK_INT(admin_events(schema), before);
+    refuse_events(schema);
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT_OK(batch_signal(s, RUNS[0], "m2", &err), &err); /* refused at its answer */
+    EXPECT_OK(sp_store_batch_send(s, &ticket, &later, &err), &err);
+    CHECK(later && ticket == 0 && sp_store_batch_sent(s));
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT(batch_signal(s, RUNS[1], "m2", &err), &err, SP_STORE_UNAVAILABLE,
+           SP_STORE_PREDICTION_MISSED);
+    sp_store_batch_abort(s);
+    EXPECT(sp_store_batch_answer(s, &ticket, &err), &err, SP_STORE_CONFLICT, "store.constraint");
+    CHECK(!sp_store_batch_sent(s) && ticket == 0);
+    CHECK_INT(admin_events(schema), before);
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    EXPECT_OK(batch_signal(s, RUNS[1], "m3", &err), &err);
+    EXPECT_OK(sp_store_batch_commit(s, &err), &err);
+    CHECK_INT(admin_events(schema), before + 1);
+    sp_store_close(s);
+    pg_destroy(&CTX, loc);
+}
+
 /* ---- a reconnect proves the commits the flusher has not ---- */
 
 /* The backend of application `app` whose last statement was the flusher's
@@ -888,6 +954,7 @@ static void q04_errors(void)
     q04_batch_write_fails(FAIL_ALONE);
     q04_batch_write_fails(FAIL_FIRST);
     q04_batch_write_fails(FAIL_SECOND);
+    q04_sent_behind_refused();
     q04_api();
     printf("postgres Q04 schema, credentials and error mapping: %s\n",
            check_failures == before ? "ok" : "FAILED");

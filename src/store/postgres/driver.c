@@ -160,8 +160,13 @@ sp_store_rc sp_pg_fail(pg_conn *c, const PGresult *res, const char *what, sp_err
                     : kind_of(state, res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL);
     if (!lost && primary && strstr(primary, SP_DB_PREDICTION_MISSED)) /* a guard (predict.c) */
         k = (pg_kind){SP_STORE_UNAVAILABLE, SP_STORE_PREDICTION_MISSED};
+    /* behind a sent batch that did not commit: whatever failed, it was made on it */
+    bool behind = !lost && c && c->behind_failed;
+    if (behind)
+        k = (pg_kind){SP_STORE_UNAVAILABLE, SP_STORE_PREDICTION_MISSED};
     char message[SP_MESSAGE_MAX + 160];
-    snprintf(message, sizeof message, "postgres: %s: %s%s%s%s", what, detail,
+    snprintf(message, sizeof message, "postgres: %s%s: %s%s%s%s",
+             behind ? "the batch sent before this one did not commit; " : "", what, detail,
              state ? " (SQLSTATE " : "", state ? state : "", state ? ")" : "");
     if (lost)
         snprintf(message + strlen(message), sizeof message - strlen(message),
@@ -455,6 +460,7 @@ static sp_store_rc sync_pipeline(pg_conn *c, PGresult **last, size_t nlast, sp_e
     /* batches sent before this exchange are answered before it (sent.c) */
     if (answered && c->nsent && !sp_pg_sent_read(c))
         answered = false, rc = sp_pg_fail(c, NULL, "pipeline", err);
+    c->behind_failed |= c->behind && sp_pg_sent_failed(c);
     for (size_t i = 0; i < c->npending && answered; i++)
         answered = sp_pg_pending_result(c, c->pending[i], &rc, err);
     c->writes_answered = answered && rc == SP_STORE_OK;
@@ -759,7 +765,7 @@ static bool begin_pipelined(pg_conn *c, const char *sql)
 /* pg_begin, c->mu held (released when it fails). */
 static sp_store_rc begin_locked(pg_conn *c, sp_db_tx mode, sp_error *err)
 {
-    c->wrote = false;
+    c->wrote = c->behind = c->behind_failed = false;
     /* tickets a reconnect left unproved come first (flush.c) */
     if (c->flush_unresolved && PQstatus(c->db) == CONNECTION_OK) {
         sp_store_rc rc = sp_pg_flush_resolve(c, err);
@@ -803,10 +809,10 @@ static sp_store_rc pg_begin_behind(void *conn, sp_error *err)
 {
     pg_conn *c = conn;
     pthread_mutex_lock(&c->mu);
-    c->wrote = false;
-    if (sp_pg_sent_unread(c) && !c->npending && !c->flush_unresolved &&
-        PQstatus(c->db) == CONNECTION_OK &&
-        begin_pipelined(c, begin_sql(SP_DB_WRITE)))
+    c->wrote = c->behind_failed = false;
+    c->behind = sp_pg_sent_unread(c) && !c->npending && !c->flush_unresolved &&
+                PQstatus(c->db) == CONNECTION_OK && begin_pipelined(c, begin_sql(SP_DB_WRITE));
+    if (c->behind)
         return SP_STORE_OK;
     sp_pg_sent_settle(c);
     return begin_locked(c, SP_DB_WRITE, err);

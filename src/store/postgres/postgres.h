@@ -84,6 +84,10 @@ typedef struct pg_conn {
     pg_sent sent[SP_PG_SENT_MAX];
     size_t nsent;
     bool sent_failed; /* the last answer taken said its batch did not commit */
+    /* The transaction under way was begun behind sent batches (begin_behind);
+     * and one of them answered that it did not commit: every failure of this
+     * transaction is then a missed prediction (sp_pg_fail). */
+    bool behind, behind_failed;
     /* Deferred commits (flush.c): the flusher, started on first use (NULL
      * with no_flusher: every commit flushes itself); its context; the
      * backends this connection has had (a reconnect adds one); whether a
@@ -193,6 +197,9 @@ void sp_pg_sent_lost(pg_conn *c);
 /* A sent batch's answer is unread (a transaction begun now is behind it);
  * at the connection's close: every answer read, every kept one dropped. */
 bool sp_pg_sent_unread(const pg_conn *c);
+/* A sent batch's answer, read and not yet taken, says it did not commit
+ * (nothing may be sent behind it). */
+bool sp_pg_sent_failed(const pg_conn *c);
 void sp_pg_sent_close(pg_conn *c);
 
 #endif

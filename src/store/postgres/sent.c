@@ -116,7 +116,7 @@ void sp_pg_sent_settle(pg_conn *c)
 
 /* A batch sent before and answered that it did not commit: nothing may
  * be sent behind it (it would be made on what that one did not commit). */
-static bool earlier_failed(const pg_conn *c)
+bool sp_pg_sent_failed(const pg_conn *c)
 {
     for (size_t i = 0; i < c->nsent; i++)
         if (c->sent[i].read && c->sent[i].rc != SP_STORE_OK)
@@ -186,7 +186,7 @@ sp_store_rc sp_pg_commit_send(void *conn, uint64_t *ticket, bool *later, sp_erro
     *ticket = 0;
     *later = false;
     sp_store_rc rc;
-    if (earlier_failed(c)) {
+    if (sp_pg_sent_failed(c)) {
         sp_pg_rollback_locked(c);
         sp_fail(err, SP_STORE_PREDICTION_MISSED,
                 "the batch sent before this one did not commit: this one, made on it, is"
