@@ -140,6 +140,11 @@ static int batch_after(sp_engine *e, bool committed, sp_store_rc *lost_rc, sp_er
 
 void engine_tick_free(sp_engine *e)
 {
+    /* a batch still sent is answered: the store's next engine starts clean */
+    sp_store_rc rc;
+    sp_error ignored = {0};
+    (void)answer_sent(e, &rc, &ignored);
+    sp_error_clear(&ignored);
     sp_strlist_clear(&e->sent_points);
     sp_strlist_clear(&e->deferred);
     sp_strlist_clear(&e->cancels);
