@@ -1171,6 +1171,8 @@ static void flush_failure(const char *location)
 
 /* ---- PostgreSQL: a fresh schema of the pg fixture's server ---- */
 
+/* This process's schema on the server of SPORE_TEST_PG_FILE, made afresh
+ * (`out`: its store location) or, with `out` NULL, dropped. */
 static bool pg_location(char *out, size_t cap)
 {
     const char *file = getenv("SPORE_TEST_PG_FILE");
@@ -1187,15 +1189,15 @@ static bool pg_location(char *out, size_t cap)
     snprintf(schema, sizeof schema, "counts_%d", (int)getpid());
     PGconn *c = PQconnectdb(url);
     snprintf(sql, sizeof sql,
-             "SET client_min_messages = warning; DROP SCHEMA IF EXISTS %s CASCADE;"
-             " CREATE SCHEMA %s",
-             schema, schema);
+             "SET client_min_messages = warning; DROP SCHEMA IF EXISTS %s CASCADE;%s%s",
+             schema, out ? " CREATE SCHEMA " : "", out ? schema : "");
     PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
     ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     PQfinish(c);
-    snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s&application_name=counts-engine", url,
-             strchr(url, '?') ? '&' : '?', schema);
+    if (out)
+        snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s&application_name=counts-engine",
+                 url, strchr(url, '?') ? '&' : '?', schema);
     return ok;
 }
 
@@ -1258,5 +1260,7 @@ int main(int argc, char **argv)
             concurrent(location, label, part == 1 ? MODE_POOL : MODE_INLINE);
         remove_store(dir);
     }
+    if (pg)
+        CHECK(pg_location(NULL, 0)); /* the last part's schema goes too */
     return check_done("test_step_counts");
 }
