@@ -240,9 +240,8 @@ struct sp_engine {
      * batches committed stays in the process until it is (tick.c). */
     uint64_t unflushed;
     sp_strlist deferred;     /* failpoints fired when the open batch commits */
-    /* A batch sent with its answer read later (tick.c, docs/step-path.md
-     * "A batch sent, its answer read with the next"), and its failpoints,
-     * fired once the answer says it committed. */
+    /* A batch sent with its answer read later (tick.c, docs/postgres.md
+     * §3i), and its failpoints, fired once the answer says it committed. */
     bool sent;
     sp_strlist sent_points;
     sp_strlist cancels;      /* invocations the open batch cancels (activity.cancel) */

@@ -409,13 +409,6 @@ sp_store_rc ledger_batch_begin(sp_engine *e, sp_error *err)
     return sp_store_batch_begin(e->store, err);
 }
 
-/* A ticket handed out: tickets grow, the last one covers the others. */
-static void ticket_kept(sp_engine *e, uint64_t ticket)
-{
-    if (ticket > e->unflushed)
-        e->unflushed = ticket;
-}
-
 /* A COMMIT whose answer was lost (`err`): whether it happened, asked until
  * the store can tell. OK when it did; unavailable when it did not (the
  * batch is made again); unknown-commit when the store cannot tell (its
@@ -439,28 +432,33 @@ static sp_store_rc commit_resolved(sp_engine *e, sp_error *err)
     return SP_STORE_UNAVAILABLE;
 }
 
+/* A commit's answer `rc`: its ticket kept, a lost one read back. */
+static sp_store_rc answered(sp_engine *e, sp_store_rc rc, uint64_t ticket, sp_error *err)
+{
+    if (ticket > e->unflushed) /* tickets grow: the last one covers the others */
+        e->unflushed = ticket;
+    return rc == SP_STORE_UNKNOWN_COMMIT ? commit_resolved(e, err) : rc;
+}
+
 sp_store_rc ledger_batch_commit(sp_engine *e, sp_error *err)
 {
     uint64_t ticket = 0;
     sp_store_rc rc = sp_store_batch_commit_deferred(e->store, &ticket, err);
-    ticket_kept(e, ticket);
-    return rc == SP_STORE_UNKNOWN_COMMIT ? commit_resolved(e, err) : rc;
+    return answered(e, rc, ticket, err);
 }
 
 sp_store_rc ledger_batch_send(sp_engine *e, bool *later, sp_error *err)
 {
     uint64_t ticket = 0;
     sp_store_rc rc = sp_store_batch_send(e->store, &ticket, later, err);
-    ticket_kept(e, ticket);
-    return rc == SP_STORE_UNKNOWN_COMMIT ? commit_resolved(e, err) : rc;
+    return answered(e, rc, ticket, err);
 }
 
 sp_store_rc ledger_batch_answer(sp_engine *e, sp_error *err)
 {
     uint64_t ticket = 0;
     sp_store_rc rc = sp_store_batch_answer(e->store, &ticket, err);
-    ticket_kept(e, ticket);
-    return rc == SP_STORE_UNKNOWN_COMMIT ? commit_resolved(e, err) : rc;
+    return answered(e, rc, ticket, err);
 }
 
 sp_store_rc ledger_wait_flushed(sp_engine *e, sp_error *err)

@@ -250,19 +250,19 @@ static void batch_lost(sp_engine *e, sp_tick_stats *stats)
 }
 
 /* The batch sent before this one did not commit, and this one was made on
- * it: this one's answer (sent, it cannot have committed: its commit mark
- * is chained) is taken too, and the first one's failure is the answer. */
-static sp_store_rc before_failed(sp_engine *e, bool *later, sp_store_rc rc,
-                                 sp_store_rc before_rc, sp_error *err, sp_error *before_err)
+ * it: this one did not either (sent, its commit mark is chained; answered
+ * at once, the store refused it or it had nothing to commit), its answer
+ * is taken too, and the first one's failure is the answer: the work of
+ * both is made again. */
+static sp_store_rc before_failed(sp_engine *e, bool *later, sp_store_rc before_rc,
+                                 sp_error *err, sp_error *before_err)
 {
     if (*later) {
         sp_error ignored = {0};
-        rc = ledger_batch_answer(e, &ignored);
+        (void)ledger_batch_answer(e, &ignored);
         sp_error_clear(&ignored);
         *later = false;
     }
-    if (rc == SP_STORE_OK) /* not made on it after all: it stands */
-        return rc;
     sp_error_clear(err);
     sp_error_move(err, before_err);
     e->batch_missed |= ledger_prediction_missed(err);
@@ -286,7 +286,7 @@ static engine_batch_end batch_commit(sp_engine *e, sp_store_rc *rcp, sp_error *e
     if ((writes || rc != SP_STORE_OK) && !e->batch_missed && !later)
         engine_fault_noted(e, true, "ledger_batch_commit", rc, &commit_err);
     if (!answer_sent(e, &before_rc, &before_err))
-        rc = before_failed(e, &later, rc, before_rc, &commit_err, &before_err);
+        rc = before_failed(e, &later, before_rc, &commit_err, &before_err);
     sp_error_clear(&before_err);
     if (later) { /* its failpoints fire with its answer */
         e->sent = true;

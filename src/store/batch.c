@@ -92,7 +92,7 @@ sp_store_rc lg_batch_open(sp_store *s, sp_error *err)
  * (*later). */
 static sp_store_rc driver_commit(sp_store *s, uint64_t *ticket, bool *later, sp_error *err)
 {
-    if (later && s->driver->commit_send && s->nsent < 2)
+    if (later && s->driver->commit_send && s->nsent < SP_DB_SENT_MAX)
         return s->driver->commit_send(s->conn, ticket, later, err);
     if (later)
         *later = false;
@@ -163,9 +163,9 @@ sp_store_rc sp_store_batch_answer(sp_store *s, uint64_t *ticket, sp_error *err)
         return SP_STORE_OK;
     sp_store_rc rc = s->driver->answer(s->conn, ticket, err);
     sp_strlist after = s->sent_after[0];
-    s->sent_after[0] = s->sent_after[1];
-    s->sent_after[1] = (sp_strlist){0};
     s->nsent--;
+    memmove(&s->sent_after[0], &s->sent_after[1], s->nsent * sizeof s->sent_after[0]);
+    s->sent_after[s->nsent] = (sp_strlist){0};
     if (rc == SP_STORE_OK) {
         names_fire(&after);
     } else { /* the next batch was made on what this one would have committed */

@@ -96,6 +96,11 @@ typedef struct sp_db_read {
     size_t nparams;
 } sp_db_read;
 
+/* Batches of one connection sent with their answers unread, at most
+ * (commit_send): the engine's last batch and, for a moment, the one sent
+ * behind it. */
+#define SP_DB_SENT_MAX 2
+
 typedef struct sp_db_driver {
     const char *name; /* "sqlite" | "postgres" */
     sp_db_dialect dialect;
@@ -277,7 +282,7 @@ struct sp_store {
     /* Batches this handle sent with their answers unread (batch.c:
      * sp_store_batch_send), oldest first: their after-commit failpoints,
      * fired once an answer says committed. */
-    sp_strlist sent_after[2];
+    sp_strlist sent_after[SP_DB_SENT_MAX];
     size_t nsent;
     atomic_ullong commits, statements, predicted, missed, sent; /* sp_store_counters */
 };

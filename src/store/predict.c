@@ -268,8 +268,7 @@ void lg_predict_forget(sp_store *s)
 void lg_predict_close(sp_store *s)
 {
     struct lg_predictions *t = s->predictions;
-    for (size_t i = 0; t && i < PREDICT_RUNS; i++)
-        drop(&t->runs[i]);
+    lg_predict_forget(s);
     if (t)
         drop(&t->lifted);
     free(t);

@@ -709,7 +709,9 @@ static void q04_batch_write_fails(fail_place place)
 
 /* Two batches sent one behind the other, the first one's answer unread
  * when the second is sent: both commit, each answered with its ticket, in
- * order. Then a batch the server refuses (a trigger of the test's, as
+ * order. A third, while both are unanswered, finds the queue full
+ * (SP_DB_SENT_MAX): it is answered at once - after them, its mark chained
+ * to theirs - with the larger ticket. Then a batch the server refuses (a trigger of the test's, as
  * above) is sent and its answer left unread, and the next batch begins
  * behind it. That batch's first read answers the refusal first and then
  * fails itself - its transaction was queued after the failed one - as a
@@ -736,20 +738,19 @@ static void q04_sent_behind_refused(void)
         EXPECT_OK(batch_signal(s, RUNS[i], "m0", &err), &err); /* statements prepared */
     }
     EXPECT_OK(sp_store_batch_commit(s, &err), &err);
-    uint64_t ticket = 0, first = 0;
-    bool later = false, both = true;
-    for (int i = 0; i < 2; i++) {
+    uint64_t ticket = 0, first = 0, third = 0;
+    bool later = false;
+    for (int i = 0; i < 3; i++) {
         EXPECT_OK(sp_store_batch_begin(s, &err), &err);
-        EXPECT_OK(batch_signal(s, RUNS[i], "m1", &err), &err);
-        EXPECT_OK(sp_store_batch_send(s, &ticket, &later, &err), &err);
-        both &= later;
+        EXPECT_OK(batch_signal(s, RUNS[i % 2], i < 2 ? "m1" : "m1b", &err), &err);
+        EXPECT_OK(sp_store_batch_send(s, i < 2 ? &ticket : &third, &later, &err), &err);
+        CHECK(later == (i < 2)); /* the third: the queue is full */
     }
-    CHECK(both);
     EXPECT_OK(sp_store_batch_answer(s, &first, &err), &err);
     EXPECT_OK(sp_store_batch_answer(s, &ticket, &err), &err);
-    CHECK(first > 0 && ticket > first && !sp_store_batch_sent(s));
-    EXPECT_OK(sp_store_wait_flushed(s, ticket, &err), &err);
-    const int before = 6; /* two run.started, two m0, two m1 */
+    CHECK(first > 0 && ticket > first && third > ticket && !sp_store_batch_sent(s));
+    EXPECT_OK(sp_store_wait_flushed(s, third, &err), &err);
+    const int before = 7; /* two run.started, two m0, two m1, one m1b */
     CHECK_INT(admin_events(schema), before);
     refuse_events(schema);
     EXPECT_OK(sp_store_batch_begin(s, &err), &err);

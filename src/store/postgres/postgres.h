@@ -35,9 +35,6 @@
  * answers, some 50 bytes each, stay well inside the socket's buffers while
  * more is sent). */
 #define SP_PG_PENDING_MAX 256
-/* Batches whose COMMIT is sent and whose answer is not read yet (sent.c):
- * the engine's last batch and, for a moment, the one sent behind it. */
-#define SP_PG_SENT_MAX 2
 
 /* A batch sent, its answer read later (sent.c). */
 typedef struct pg_sent {
@@ -81,7 +78,7 @@ typedef struct pg_conn {
     uint64_t mark, unresolved_mark, unresolved_hi;
     bool marks, wrote, unresolved;
     /* Batches sent with their answers unread (sent.c), oldest first. */
-    pg_sent sent[SP_PG_SENT_MAX];
+    pg_sent sent[SP_DB_SENT_MAX];
     size_t nsent;
     bool sent_failed; /* the last answer taken said its batch did not commit */
     /* The transaction under way was begun behind sent batches (begin_behind);

@@ -147,7 +147,7 @@ static bool may_send(pg_conn *c)
     bool marked = c->wrote && c->marks;
     sp_flusher *f = marked ? sp_pg_flusher(c) : NULL;
     return f && c->npending && c->npending + 2 <= SP_PG_PENDING_MAX &&
-           c->nsent < SP_PG_SENT_MAX && PQpipelineStatus(c->db) != PQ_PIPELINE_OFF;
+           c->nsent < SP_DB_SENT_MAX && PQpipelineStatus(c->db) != PQ_PIPELINE_OFF;
 }
 
 /* COMMIT and the sync sent; the batch waits in c->sent for its answer. */
