@@ -64,6 +64,11 @@ void store_suite_run(const store_factory *f);
 void store_suite_cross(const store_factory *f);
 
 /* The individual scenarios (also used by the adapters' own tests). */
+/* Runs b01_pred_<tag>_<i> (i < n <= 8), each with an attempt that `p`
+ * claimed in one committed batch: what leaves a prediction of its settle's
+ * reads on PostgreSQL (src/store/predict.c). */
+void store_predicted_claims(sp_store *p, const char *tag, sp_claim *c, size_t n);
+
 void store_s01_competing_commits(store_env *e);
 void store_s02_replay_after_progress(store_env *e);
 void store_s03_digest_mismatch_and_concurrency(store_env *e);

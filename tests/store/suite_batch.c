@@ -297,9 +297,7 @@ static sp_store_counters counters(sp_store *s)
     return c;
 }
 
-/* Runs b01_pred_<tag>_<i>, each with an attempt that `p` claimed in one
- * committed batch (what leaves a prediction of its settle's reads). */
-static void predicted_claims(sp_store *p, const char *tag, sp_claim *c, size_t n)
+void store_predicted_claims(sp_store *p, const char *tag, sp_claim *c, size_t n)
 {
     sp_error err = {0};
     char inv[8][SP_ID_LEN + 1];
@@ -355,7 +353,7 @@ static void b01_predicted(store_env *e, sp_store *other)
     }
     bool checkable = round_trips(p) > 0; /* PostgreSQL */
     sp_claim c[7];
-    predicted_claims(p, "x", c, 7);
+    store_predicted_claims(p, "x", c, 7);
     sp_store_rc rc;
     EXPECT_OK(sp_store_batch_begin(p, &err), &err); /* its statements prepared */
     CHECK_INT(predicted_settle(p, &c[0], NULL, &rc, &err), 2);

@@ -516,7 +516,7 @@ static sp_store *fresh_store(char *schema, size_t schema_cap, char loc[STORE_LOC
 
 static void q04_connection_lost(void)
 {
-    char schema[64], loc[STORE_LOCATION_MAX], sql[256];
+    char schema[64], loc[STORE_LOCATION_MAX], sql[512];
     manual_clock clock;
     sp_error err = {0};
     sp_store *s = fresh_store(schema, sizeof schema, loc, &clock);
@@ -645,7 +645,7 @@ static void answered_batches_end(sp_store *s)
  * and the others commit; once the trigger is gone it commits too. */
 static void q04_batch_write_fails(fail_place place)
 {
-    char schema[64], loc[STORE_LOCATION_MAX], sql[256];
+    char schema[64], loc[STORE_LOCATION_MAX], sql[512];
     manual_clock clock;
     sp_error err = {0};
     sp_store *s = fresh_store(schema, sizeof schema, loc, &clock);
@@ -768,6 +768,127 @@ static void q04_sent_behind_refused(void)
     EXPECT_OK(batch_signal(s, RUNS[1], "m3", &err), &err);
     EXPECT_OK(sp_store_batch_commit(s, &err), &err);
     CHECK_INT(admin_events(schema), before + 1);
+    sp_store_close(s);
+    pg_destroy(&CTX, loc);
+}
+
+/* The settle of `c`'s attempt (success, no decider) in a batch of its own,
+ * sent (sp_store_batch_send): whether its answer was left for later. */
+static bool send_settle(sp_store *s, const sp_claim *c, uint64_t *ticket)
+{
+    sp_error err = {0};
+    sp_settle_res r;
+    bool later = false;
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    sp_store_rc rc = fx_settle_attempt(s, &c->attempt, "success", NULL, &r, &err);
+    EXPECT_OK(rc, &err);
+    if (rc == SP_STORE_OK)
+        sp_settle_res_free(&r);
+    EXPECT_OK(sp_store_batch_send(s, ticket, &later, &err), &err);
+    return later;
+}
+
+static size_t results_of(sp_store *s, const sp_claim *c)
+{
+    char id[SP_ID_LEN + 24];
+    snprintf(id, sizeof id, "att:%s", c->attempt.attempt_id);
+    return fx_event_count(s, &c->attempt.key, id);
+}
+
+/* What makes the first of two sent batches fail on the server. */
+typedef enum sent_failure {
+    SENT_GUARD_FAILS,   /* its run moved: a guard fails, its transaction is aborted */
+    SENT_COMMIT_FAILS,  /* a deferred check of the test's refuses its COMMIT */
+} sent_failure;
+
+/* `run`'s events refused when their transaction commits. */
+static void refuse_at_commit(const char *schema, const char *run)
+{
+    char sql[768];
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION %s.refuse_late() RETURNS trigger LANGUAGE plpgsql AS"
+             " $$BEGIN RAISE EXCEPTION USING ERRCODE = 'check_violation',"
+             " MESSAGE = 'refused at commit by the test'; END$$;"
+             " CREATE CONSTRAINT TRIGGER refuse_late AFTER INSERT ON %s.events"
+             " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.run_id = '%s')"
+             " EXECUTE FUNCTION %s.refuse_late()",
+             schema, schema, run, schema);
+    CHECK(admin_exec(sql));
+}
+
+/* docs/postgres.md §3i: a batch sent behind one whose answer is unread
+ * commits only if that one did. Two settles on predicted reads (no read:
+ * the second batch is sent before the first one's answer), each on a run
+ * of its own; the first one fails on the server (`how`), the second's
+ * guards hold. Both fail and neither result is stored; the second answers
+ * the miss. When the first one's COMMIT fails, its transaction is over
+ * and the second one's runs: only its chained commit mark (outcome.c)
+ * stops it. Made again, they read, and both commit. A pair that both
+ * commit goes first: it prepares the statements, the chained mark's among
+ * them (preparing one takes an exchange, which reads the answers sent
+ * before). */
+static void q04_sent_chained(sent_failure how)
+{
+    char schema[64], loc[STORE_LOCATION_MAX], sql[512];
+    sp_error err = {0};
+    CHECK(new_schema(schema, sizeof schema));
+    url_for(loc, STORE_LOCATION_MAX, schema, NULL);
+    sp_store *s = sp_store_open(loc, NULL, &err); /* the database's clock: predictions */
+    CHECK(s != NULL);
+    if (!s) {
+        sp_error_clear(&err);
+        return;
+    }
+    sp_claim c[4];
+    store_predicted_claims(s, "sent", c, 4);
+    uint64_t first = 0, second = 0;
+    CHECK(send_settle(s, &c[0], &first) && send_settle(s, &c[1], &second));
+    EXPECT_OK(sp_store_batch_answer(s, &first, &err), &err);
+    EXPECT_OK(sp_store_batch_answer(s, &second, &err), &err);
+    CHECK(first > 0 && second > first);
+    if (how == SENT_COMMIT_FAILS) {
+        refuse_at_commit(schema, c[2].attempt.key.run_id);
+    } else {
+        snprintf(sql, sizeof sql, "UPDATE %s.runs SET updated_at_ms = updated_at_ms + 1"
+                                  " WHERE run_id = '%s'", schema, c[2].attempt.key.run_id);
+        CHECK(admin_exec(sql));
+    }
+    sp_store_counters before, after;
+    sp_store_counters_get(s, &before);
+    CHECK(send_settle(s, &c[2], &first));
+    CHECK(send_settle(s, &c[3], &second)); /* behind the first, its answer unread */
+    sp_store_counters_get(s, &after);
+    CHECK_INT(after.predicted - before.predicted, 2);
+    CHECK_INT(after.sent - before.sent, 2);
+    if (how == SENT_COMMIT_FAILS)
+        EXPECT(sp_store_batch_answer(s, &first, &err), &err, SP_STORE_CONFLICT,
+               "store.constraint");
+    else
+        EXPECT(sp_store_batch_answer(s, &first, &err), &err, SP_STORE_UNAVAILABLE,
+               SP_STORE_PREDICTION_MISSED);
+    EXPECT(sp_store_batch_answer(s, &second, &err), &err, SP_STORE_UNAVAILABLE,
+           SP_STORE_PREDICTION_MISSED);
+    CHECK(first == 0 && second == 0 && !sp_store_batch_sent(s));
+    CHECK_INT(results_of(s, &c[2]), 0);
+    CHECK_INT(results_of(s, &c[3]), 0);
+    if (how == SENT_COMMIT_FAILS) {
+        snprintf(sql, sizeof sql, "DROP TRIGGER refuse_late ON %s.events", schema);
+        CHECK(admin_exec(sql));
+    }
+    /* made again: they read, and commit */
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    for (int i = 2; i < 4; i++) {
+        sp_settle_res r;
+        sp_store_rc rc = fx_settle_attempt(s, &c[i].attempt, "success", NULL, &r, &err);
+        EXPECT_OK(rc, &err);
+        if (rc == SP_STORE_OK)
+            sp_settle_res_free(&r);
+    }
+    EXPECT_OK(sp_store_batch_commit(s, &err), &err);
+    for (int i = 0; i < 4; i++) {
+        CHECK_INT(results_of(s, &c[i]), 1);
+        sp_claim_free(&c[i]);
+    }
     sp_store_close(s);
     pg_destroy(&CTX, loc);
 }
@@ -956,6 +1077,8 @@ static void q04_errors(void)
     q04_batch_write_fails(FAIL_FIRST);
     q04_batch_write_fails(FAIL_SECOND);
     q04_sent_behind_refused();
+    q04_sent_chained(SENT_GUARD_FAILS);
+    q04_sent_chained(SENT_COMMIT_FAILS);
     q04_api();
     printf("postgres Q04 schema, credentials and error mapping: %s\n",
            check_failures == before ? "ok" : "FAILED");
