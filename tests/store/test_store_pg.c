@@ -85,10 +85,16 @@ static long admin_long(const char *sql)
 
 /* The URL of a store in `schema` (search_path through libpq's options),
  * with `extra` ("-c name=value" settings) added. */
+static void url_through(char *out, size_t cap, const char *base, const char *schema,
+                        const char *extra)
+{
+    snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s%s", base, strchr(base, '?') ? '&' : '?',
+             schema, extra ? extra : "");
+}
+
 static void url_for(char *out, size_t cap, const char *schema, const char *extra)
 {
-    snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s%s", CTX.url,
-             strchr(CTX.url, '?') ? '&' : '?', schema, extra ? extra : "");
+    url_through(out, cap, CTX.url, schema, extra);
 }
 
 static const char *schema_of(const char *location)
@@ -893,6 +899,175 @@ static void q04_sent_chained(sent_failure how)
     pg_destroy(&CTX, loc);
 }
 
+/* ---- answers lost on their way (tests/pg/commit_cut.py) ---- */
+
+/* The proxy of tests/pg/commit_cut.py in front of the test server. */
+typedef struct cut_proxy {
+    pid_t pid;
+    char dir[64]; /* its files: port, armed, cuts */
+    char url[STORE_LOCATION_MAX]; /* the test server's URL through it, in the clear */
+} cut_proxy;
+
+static void proxy_file(const cut_proxy *p, const char *name, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/%s", p->dir, name);
+}
+
+/* host:port of the test server's URL into `out`. */
+static bool server_target(char *out, size_t cap)
+{
+    const char *at = strchr(CTX.url, '@');
+    const char *host = at ? at + 1 : strstr(CTX.url, "://");
+    if (!host)
+        return false;
+    host += at ? 0 : 3;
+    size_t n = strcspn(host, "/?");
+    bool has_port = memchr(host, ':', n) != NULL;
+    return (size_t)snprintf(out, cap, "%.*s%s", (int)n, host, has_port ? "" : ":5432") < cap;
+}
+
+/* The proxy's port once it listens (its port file), 0 after 10 s. */
+static int proxy_port(const cut_proxy *p)
+{
+    char path[96];
+    proxy_file(p, "port", path, sizeof path);
+    for (int i = 0; i < 1000; i++) {
+        FILE *f = fopen(path, "r");
+        int port = 0;
+        if (f && fscanf(f, "%d", &port) != 1)
+            port = 0;
+        if (f)
+            fclose(f);
+        if (port > 0)
+            return port;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Started, losing the answers of the armed COMMITs numbered `lose`. */
+static bool proxy_start(cut_proxy *p, const char *lose)
+{
+    char target[256], port_file[96], armed[96], cuts[96];
+    snprintf(p->dir, sizeof p->dir, "/tmp/spore-cut-XXXXXX");
+    if (!server_target(target, sizeof target) || !mkdtemp(p->dir))
+        return false;
+    proxy_file(p, "port", port_file, sizeof port_file);
+    proxy_file(p, "armed", armed, sizeof armed);
+    proxy_file(p, "cuts", cuts, sizeof cuts);
+    p->pid = fork();
+    if (p->pid == 0) {
+        execlp("python3", "python3", SPORE_COMMIT_CUT, "--target", target, "--port-file",
+               port_file, "--arm-file", armed, "--log", cuts, "--lose-answer", lose, (char *)NULL);
+        _exit(127);
+    }
+    int port = p->pid > 0 ? proxy_port(p) : 0;
+    const char *at = strchr(CTX.url, '@');
+    size_t scheme = at ? (size_t)(at + 1 - CTX.url) : 0;
+    const char *rest = at ? at + 1 + strcspn(at + 1, "/?") : "";
+    snprintf(p->url, sizeof p->url, "%.*s127.0.0.1:%d%s%csslmode=disable&gssencmode=disable",
+             (int)scheme, CTX.url, port, rest, strchr(rest, '?') ? '&' : '?');
+    return port > 0 && at != NULL;
+}
+
+static void proxy_arm(const cut_proxy *p)
+{
+    char path[96];
+    proxy_file(p, "armed", path, sizeof path);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+}
+
+/* The proxy's log of its cuts (empty when there is none). */
+static void proxy_cuts(const cut_proxy *p, char *out, size_t cap)
+{
+    char path[96];
+    proxy_file(p, "cuts", path, sizeof path);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+    out[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+static void proxy_stop(cut_proxy *p)
+{
+    if (p->pid > 0) {
+        kill(p->pid, SIGTERM);
+        waitpid(p->pid, NULL, 0);
+    }
+    static const char *const files[] = {"port", "armed", "cuts"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[96];
+        proxy_file(p, files[i], path, sizeof path);
+        unlink(path);
+    }
+    rmdir(p->dir);
+}
+
+/* docs/postgres.md §3i: two batches sent, the second behind the first, both
+ * committed, and both answers lost with the connection (the proxy cuts
+ * once the server answered the first one's COMMIT; the first one's event
+ * waits on the server, so the second was on the server before that answer
+ * and commits too). The session's mark is then the second one's: the read
+ * back says that the first committed (a mark of a batch chained behind it
+ * is proof), and then that the second did. Nothing is stored twice or
+ * lost. */
+static void q04_sent_both_lost(void)
+{
+    char schema[64], loc[STORE_LOCATION_MAX], sql[768], cuts[256];
+    cut_proxy proxy = {0};
+    bool started = proxy_start(&proxy, "1");
+    CHECK(started);
+    CHECK(new_schema(schema, sizeof schema));
+    url_through(loc, sizeof loc, proxy.url, schema, NULL);
+    sp_error err = {0};
+    sp_store *s = started ? sp_store_open(loc, NULL, &err) : NULL;
+    CHECK(s != NULL);
+    if (!s) {
+        sp_error_clear(&err);
+        proxy_stop(&proxy);
+        return;
+    }
+    sp_claim c[4];
+    store_predicted_claims(s, "lost", c, 4);
+    uint64_t first = 0, second = 0;
+    CHECK(send_settle(s, &c[0], &first) && send_settle(s, &c[1], &second)); /* prepared */
+    EXPECT_OK(sp_store_batch_answer(s, &first, &err), &err);
+    EXPECT_OK(sp_store_batch_answer(s, &second, &err), &err);
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION %s.slow() RETURNS trigger LANGUAGE plpgsql AS"
+             " $$BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END$$;"
+             " CREATE TRIGGER slow BEFORE INSERT ON %s.events FOR EACH ROW"
+             " WHEN (NEW.run_id = '%s') EXECUTE FUNCTION %s.slow()",
+             schema, schema, c[2].attempt.key.run_id, schema);
+    CHECK(admin_exec(sql));
+    proxy_arm(&proxy);
+    CHECK(send_settle(s, &c[2], &first));
+    CHECK(send_settle(s, &c[3], &second)); /* behind the first, its answer unread */
+    sp_commit_outcome out = SP_COMMIT_UNKNOWABLE;
+    for (int i = 0; i < 2; i++) {
+        uint64_t ticket = 1;
+        EXPECT(sp_store_batch_answer(s, &ticket, &err), &err, SP_STORE_UNKNOWN_COMMIT,
+               "store.unknown-commit");
+        CHECK(ticket == 0);
+        EXPECT_OK(sp_store_commit_outcome(s, &out, &err), &err);
+        CHECK_INT(out, SP_COMMIT_HAPPENED);
+    }
+    CHECK(!sp_store_batch_sent(s));
+    proxy_cuts(&proxy, cuts, sizeof cuts);
+    CHECK(strncmp(cuts, "answer 1 ", 9) == 0 && strchr(cuts, '\n') == strrchr(cuts, '\n'));
+    for (int i = 0; i < 4; i++) {
+        CHECK_INT(results_of(s, &c[i]), 1);
+        sp_claim_free(&c[i]);
+    }
+    sp_store_close(s);
+    pg_destroy(&CTX, loc);
+    proxy_stop(&proxy);
+}
+
 /* ---- a reconnect proves the commits the flusher has not ---- */
 
 /* The backend of application `app` whose last statement was the flusher's
@@ -1079,6 +1254,7 @@ static void q04_errors(void)
     q04_sent_behind_refused();
     q04_sent_chained(SENT_GUARD_FAILS);
     q04_sent_chained(SENT_COMMIT_FAILS);
+    q04_sent_both_lost();
     q04_api();
     printf("postgres Q04 schema, credentials and error mapping: %s\n",
            check_failures == before ? "ok" : "FAILED");
