@@ -19,7 +19,12 @@
 #   that a step's update of its run is HOT, src/store/postgres/schema.c); a
 #   store without it, as an older spore made it, keeps its index when a
 #   reader opens it and gets the column and the rebuilt index when a writer
-#   does, a run started before found ready and run by a worker.
+#   does, a run started before found ready and run by a worker;
+# - no CHECK constraints on the tables a step writes (runs, invocations,
+#   attempts: PostgreSQL plans each again in every statement that writes the
+#   table, src/store/postgres/schema.c); a store that has them, as an older
+#   spore made it, keeps them when a reader opens it and loses them when a
+#   writer does.
 set -euo pipefail
 source "$(dirname "$0")/../cli/lib.sh" "$@"
 source "$(dirname "$0")/pglib.sh"
@@ -101,6 +106,20 @@ hot_indexes() {
 checks=$((checks + 1))
 [ "$(hot_columns)/$(hot_indexes)" = 1/1 ] ||
   fail "a new store's HOT column and index: $(hot_columns)/$(hot_indexes), want 1/1"
+# step_checks: the CHECK constraints of the tables a step writes
+step_checks() {
+  sql "SELECT count(*) FROM pg_catalog.pg_constraint WHERE contype = 'c'
+    AND conrelid IN ('$pg_schema.runs'::regclass, '$pg_schema.invocations'::regclass,
+                     '$pg_schema.attempts'::regclass)"
+}
+checks=$((checks + 1))
+[ "$(step_checks)" -eq 0 ] || fail "a new store has $(step_checks) checks on the tables a step writes"
+sql "ALTER TABLE runs ADD CHECK (applied_sequence < next_sequence);
+  ALTER TABLE invocations ADD CHECK (status IN ('pending', 'running', 'settled'));
+  ALTER TABLE attempts ADD CHECK (status IN ('running', 'finished', 'expired')),
+    ADD CHECK (holder IS NULL OR octet_length(holder) <= 4096)" >/dev/null
+checks=$((checks + 1))
+[ "$(step_checks)" -eq 4 ] || fail "the older store's checks were not made"
 sql "ALTER TABLE runs DROP COLUMN ready, RESET (fillfactor);
   CREATE INDEX runs_ready ON runs (tenant, run_id)
     WHERE quarantine_code IS NULL AND next_sequence > applied_sequence + 1" >/dev/null
@@ -114,10 +133,14 @@ checks=$((checks + 1))
 [ "$(keys_by_tenant)" -eq 5 ] || fail "a reader changed the older store's keys"
 checks=$((checks + 1))
 [ "$(hot_columns)/$(hot_indexes)" = 0/0 ] || fail "a reader added the HOT column"
+checks=$((checks + 1))
+[ "$(step_checks)" -eq 4 ] || fail "a reader dropped the older store's checks"
 sp run "$tmp/wide.json" --db "$db" --key after-reorder --json
 expect_rc 0 "a writer opens the older store and runs"
 checks=$((checks + 1))
 [ "$(keys_by_tenant)" -eq 0 ] || fail "a writer left $(keys_by_tenant) keys leading with tenant"
+checks=$((checks + 1))
+[ "$(step_checks)" -eq 0 ] || fail "a writer left $(step_checks) checks on the tables a step writes"
 checks=$((checks + 1))
 [ "$(constraints "'u'")" -eq 5 ] || fail "after the reorder the store has $(constraints "'u'") unique keys"
 checks=$((checks + 1))

@@ -88,8 +88,9 @@ static long admin_long(const char *sql)
 static void url_through(char *out, size_t cap, const char *base, const char *schema,
                         const char *extra)
 {
-    snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s%s", base, strchr(base, '?') ? '&' : '?',
-             schema, extra ? extra : "");
+    int n = snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s%s", base,
+                     strchr(base, '?') ? '&' : '?', schema, extra ? extra : "");
+    CHECK(n > 0 && (size_t)n < cap);
 }
 
 static void url_for(char *out, size_t cap, const char *schema, const char *extra)
