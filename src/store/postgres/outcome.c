@@ -55,13 +55,14 @@ static const char MARK_UNFLUSHED_SQL[] =
 /* The same, for a batch sent behind another whose answer is unread
  * (sent.c): written only where the row holds the mark before (that batch
  * committed), else it fails as a missed prediction, and with it the
- * whole batch - it was made on what that one would have committed. */
+ * whole batch - it was made on what that one would have committed.
+ * COALESCE evaluates the failing cast only when the update returned no
+ * row (no aggregate: predict.c, guards_make). */
 static const char MARK_CHAINED_SQL[] =
     "WITH chained AS (UPDATE commit_marks SET mark = ?, at_ms = " SP_PG_NOW_MS
     " WHERE session = ? AND mark = ? RETURNING set_config('synchronous_commit', 'off', true))"
-    " SELECT CASE WHEN count(*) = 1 THEN 0 ELSE ('" SP_DB_PREDICTION_MISSED
-    ": the batch sent before this one did not commit ' || clock_timestamp())::int END"
-    " FROM chained";
+    " SELECT COALESCE((SELECT 0 FROM chained), ('" SP_DB_PREDICTION_MISSED
+    ": the batch sent before this one did not commit ' || clock_timestamp())::int)";
 
 void sp_pg_marks_init(pg_conn *c) { sp_random_hex(c->session, sizeof c->session / 2); }
 
