@@ -131,16 +131,20 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
  * any write (lg_check_holder), and the SQLite schema keeps the same
  * constraints, where the conformance suite runs too. Added to version 1 like the timers: a store an older spore
  * made loses them when a writer opens it (add_missing; dropping a CHECK
- * takes its table's exclusive lock for a moment, never a scan). */
-#define HOT_TABLES "to_regclass('runs'), to_regclass('invocations'), to_regclass('attempts')"
+ * takes its table's exclusive lock for a moment, never a scan). They are
+ * dropped by the names PostgreSQL gave them in the DDL of before
+ * (STEP_CHECKS): a check someone else added stays. */
+#define STEP_CHECKS                                                                                \
+    "'runs_check', 'invocations_status_check', 'attempts_status_check', 'attempts_holder_check'"
 #define CHECKS_PRESENT                                                                             \
-    "EXISTS (SELECT 1 FROM pg_catalog.pg_constraint WHERE contype = 'c'"                           \
-    " AND conrelid IN (" HOT_TABLES "))"
+    "EXISTS (SELECT 1 FROM pg_catalog.pg_constraint WHERE contype = 'c' AND conname IN ("          \
+    STEP_CHECKS ") AND conrelid IN (to_regclass('runs'), to_regclass('invocations'),"              \
+    " to_regclass('attempts')))"
 #define CHECKS_DDL                                                                                 \
-    "DO $$DECLARE k record; BEGIN FOR k IN SELECT conname, conrelid::regclass AS tbl"              \
-    " FROM pg_catalog.pg_constraint WHERE contype = 'c' AND conrelid IN (" HOT_TABLES ") LOOP"     \
-    " EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', k.tbl, k.conname);"                     \
-    " END LOOP; END$$;"
+    "ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_check;"                                       \
+    "ALTER TABLE invocations DROP CONSTRAINT IF EXISTS invocations_status_check;"                  \
+    "ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_status_check,"                        \
+    " DROP CONSTRAINT IF EXISTS attempts_holder_check;"
 
 /* Commit marks (outcome.c): one row per connection that writes, its last
  * write transaction's mark, upserted just before each COMMIT (in place: the
