@@ -333,7 +333,8 @@ static void guards_make(sp_store *s, struct lg_predictions *t)
 {
     snprintf(t->guard_run_sql, sizeof t->guard_run_sql,
              "SELECT COALESCE((SELECT 0 FROM runs WHERE tenant = ? AND run_id = ? AND ("
-             LG_RUN_COLS ") IS NOT DISTINCT FROM (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)%s),"
+             LG_RUN_COLS ") IS NOT DISTINCT FROM"
+             " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)%s),"
              " ('" SP_DB_PREDICTION_MISSED ": the run moved at ' || clock_timestamp())::int)",
              s->driver->dialect.for_update);
     snprintf(t->guard_known_sql, sizeof t->guard_known_sql,

@@ -129,11 +129,12 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
  * enums, the run's counters only by lg_run_flush, a holder larger than
  * SP_STORE_HOLDER_MAX is refused by claim_attempt and hold_attempt before
  * any write (lg_check_holder), and the SQLite schema keeps the same
- * constraints, where the conformance suite runs too. Added to version 1 like the timers: a store an older spore
- * made loses them when a writer opens it (add_missing; dropping a CHECK
- * takes its table's exclusive lock for a moment, never a scan). They are
- * dropped by the names PostgreSQL gave them in the DDL of before
- * (STEP_CHECKS): a check someone else added stays. */
+ * constraints, where the conformance suite runs too. Added to version 1
+ * like the timers: a store an older spore made loses them when a writer
+ * opens it (add_missing; dropping a CHECK takes its table's exclusive lock
+ * for a moment, never a scan). They are dropped by the names PostgreSQL
+ * gave them in the DDL of before (STEP_CHECKS): a check someone else added
+ * stays. */
 #define STEP_CHECKS                                                                                \
     "'runs_check', 'invocations_status_check', 'attempts_status_check', 'attempts_holder_check'"
 #define CHECKS_PRESENT                                                                             \
