@@ -102,14 +102,6 @@ static void answered_or_woken(sp_engine *e)
     sp_error_clear(&why);
 }
 
-/* Before a return to the caller: that too, and everything committed on
- * disk (-1: a flush failed, final). */
-static int flushed(sp_engine *e, sp_error *err)
-{
-    answered_or_woken(e);
-    return ledger_wait_flushed(e, err) == SP_STORE_OK ? 0 : -1;
-}
-
 /* After the batch: fire its failpoints and start its claims (committed), or
  * forget both (nothing of it happened). -1 when the batch committed but
  * cannot be flushed (final: nothing of it is released); 1 when it was sent
@@ -357,7 +349,13 @@ int engine_pass(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only, sp_e
     return 0;
 }
 
-int engine_flushed(sp_engine *e, sp_error *err) { return flushed(e, err); }
+/* Before a return to the caller: the sent batch answered, and everything
+ * committed on disk (-1: a flush failed, final). */
+int engine_flushed(sp_engine *e, sp_error *err)
+{
+    answered_or_woken(e);
+    return ledger_wait_flushed(e, err) == SP_STORE_OK ? 0 : -1;
+}
 
 /* The caller's own loop may act on what a pass did: it is on disk first. */
 int sp_engine_tick(sp_engine *e, sp_tick_stats *stats, sp_error *err)

@@ -779,18 +779,26 @@ static void q04_sent_behind_refused(void)
     pg_destroy(&CTX, loc);
 }
 
-/* The settle of `c`'s attempt (success, no decider) in a batch of its own,
- * sent (sp_store_batch_send): whether its answer was left for later. */
-static bool send_settle(sp_store *s, const sp_claim *c, uint64_t *ticket)
+/* The settle of `c`'s attempt (success, no decider) in the open batch,
+ * expected to answer OK. */
+static void settle_ok(sp_store *s, const sp_claim *c)
 {
     sp_error err = {0};
     sp_settle_res r;
-    bool later = false;
-    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
     sp_store_rc rc = fx_settle_attempt(s, &c->attempt, "success", NULL, &r, &err);
     EXPECT_OK(rc, &err);
     if (rc == SP_STORE_OK)
         sp_settle_res_free(&r);
+}
+
+/* That settle in a batch of its own, sent (sp_store_batch_send): whether
+ * its answer was left for later. */
+static bool send_settle(sp_store *s, const sp_claim *c, uint64_t *ticket)
+{
+    sp_error err = {0};
+    bool later = false;
+    EXPECT_OK(sp_store_batch_begin(s, &err), &err);
+    settle_ok(s, c);
     EXPECT_OK(sp_store_batch_send(s, ticket, &later, &err), &err);
     return later;
 }
@@ -884,13 +892,8 @@ static void q04_sent_chained(sent_failure how)
     }
     /* made again: they read, and commit */
     EXPECT_OK(sp_store_batch_begin(s, &err), &err);
-    for (int i = 2; i < 4; i++) {
-        sp_settle_res r;
-        sp_store_rc rc = fx_settle_attempt(s, &c[i].attempt, "success", NULL, &r, &err);
-        EXPECT_OK(rc, &err);
-        if (rc == SP_STORE_OK)
-            sp_settle_res_free(&r);
-    }
+    settle_ok(s, &c[2]);
+    settle_ok(s, &c[3]);
     EXPECT_OK(sp_store_batch_commit(s, &err), &err);
     for (int i = 0; i < 4; i++) {
         CHECK_INT(results_of(s, &c[i]), 1);
@@ -1021,6 +1024,9 @@ static void q04_sent_both_lost(void)
     char schema[64], loc[STORE_LOCATION_MAX], sql[768], cuts[256];
     cut_proxy proxy = {0};
     bool started = proxy_start(&proxy, "1");
+    if (!started)
+        fprintf(stderr, "q04_sent_both_lost: the proxy %s did not start (python3 is needed:"
+                        " scripts/deps.sh installs it)\n", SPORE_COMMIT_CUT);
     CHECK(started);
     CHECK(new_schema(schema, sizeof schema));
     url_through(loc, sizeof loc, proxy.url, schema, NULL);

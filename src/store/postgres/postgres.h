@@ -80,7 +80,7 @@ typedef struct pg_conn {
     /* Batches sent with their answers unread (sent.c), oldest first. */
     pg_sent sent[SP_DB_SENT_MAX];
     size_t nsent;
-    bool sent_failed; /* the last answer taken said its batch did not commit */
+    bool taken_failed; /* the last answer taken (sp_pg_answer) said its batch did not commit */
     /* The transaction under way was begun behind sent batches (begin_behind);
      * and one of them answered that it did not commit: every failure of this
      * transaction is then a missed prediction (sp_pg_fail). */

@@ -218,14 +218,14 @@ sp_store_rc sp_pg_answer(void *conn, uint64_t *ticket, sp_error *err)
         settle_idle(c);
     sp_store_rc rc = s->rc;
     *ticket = s->ticket;
-    if (rc && rc != SP_STORE_UNKNOWN_COMMIT && s->behind && c->sent_failed) {
+    if (rc && rc != SP_STORE_UNKNOWN_COMMIT && s->behind && c->taken_failed) {
         /* whatever the server said (its transaction failed before it, or its
          * chained mark did not hold), it failed because that one did */
         sp_fail(&s->err, SP_STORE_PREDICTION_MISSED,
                 "the batch sent before this one did not commit: this one, made on it, did not");
         rc = SP_STORE_UNAVAILABLE;
     }
-    c->sent_failed = rc != SP_STORE_OK;
+    c->taken_failed = rc != SP_STORE_OK;
     if (rc == SP_STORE_UNKNOWN_COMMIT) { /* those sent behind it commit only after it */
         c->unresolved = true;
         c->unresolved_mark = c->unresolved_hi = s->mark;
