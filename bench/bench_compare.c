@@ -66,6 +66,7 @@
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +158,7 @@ static double ratio(double a, double b)
 
 /* ---- interrupts: stop what runs, stop every process started here ---- */
 
-static volatile sig_atomic_t g_abort;
+static atomic_int g_abort; /* the handler's, read on every thread (an engine's interrupt) */
 static volatile pid_t g_kids[MAX_WORKERS];
 static volatile sig_atomic_t g_nkids;
 static volatile pid_t g_group; /* the peer's process group, 0 when none */
@@ -165,7 +166,7 @@ static volatile pid_t g_group; /* the peer's process group, 0 when none */
 static void on_signal(int sig)
 {
     (void)sig;
-    g_abort = 1;
+    atomic_store(&g_abort, 1);
     for (int i = 0; i < g_nkids; i++)
         if (g_kids[i] > 0)
             kill(g_kids[i], SIGTERM);
@@ -485,7 +486,7 @@ typedef struct engine_box {
 } engine_box;
 
 static bool engine_open(engine_box *b, const char *location, sp_native_registry *natives,
-                        volatile sig_atomic_t *interrupt,
+                        atomic_int *interrupt,
                         void (*progress)(void *, uint32_t, uint64_t, uint64_t, uint64_t),
                         void *progress_ctx)
 {
@@ -643,7 +644,7 @@ static int monitor_check(monitor *m)
 
 typedef struct serve_ctx {
     monitor *m;
-    volatile sig_atomic_t *stop;
+    atomic_int *stop;
     uint64_t expected_turns;
     uint64_t checked_at_ms;
     double done_at; /* 0 until every run is terminal */
@@ -658,11 +659,11 @@ static void on_serve(void *ctx, uint32_t in_flight, uint64_t turns, uint64_t cla
 {
     (void)in_flight, (void)claimed;
     serve_ctx *c = ctx;
-    if (*c->stop)
+    if (atomic_load(c->stop))
         return;
     if (g_abort || (double)elapsed_ms > WAIT_LIMIT_MS) {
         c->error = true;
-        *c->stop = 1;
+        atomic_store(c->stop, 1);
         return;
     }
     if (turns < c->expected_turns && elapsed_ms - c->checked_at_ms < 100)
@@ -672,7 +673,7 @@ static void on_serve(void *ctx, uint32_t in_flight, uint64_t turns, uint64_t cla
     if (rc != 0) {
         c->done_at = bench_now_ms();
         c->error = rc < 0;
-        *c->stop = 1;
+        atomic_store(c->stop, 1);
     }
 }
 
@@ -728,7 +729,7 @@ static conc_out run_conc_inproc(bool pg, size_t runs, size_t k, sp_native_regist
         return out;
     monitor m = {.n = runs, .keys = calloc(runs, sizeof(sp_run_key))};
     sp_error err = {0};
-    volatile sig_atomic_t stop = 0;
+    atomic_int stop = 0;
     serve_ctx ctx = {.m = &m, .stop = &stop, .expected_turns = (uint64_t)(runs * (k + 1))};
     engine_box b = {0};
     if (!m.keys)
@@ -769,12 +770,12 @@ done:
     return out;
 }
 
-static volatile sig_atomic_t g_child_stop;
+static atomic_int g_child_stop; /* a signal handler's, read by the engine's threads */
 
 static void on_child_term(int sig)
 {
     (void)sig;
-    g_child_stop = 1;
+    atomic_store(&g_child_stop, 1);
 }
 
 /* A forked worker: its own store and engine, serving until SIGTERM. */

@@ -166,5 +166,5 @@ void spore_close(spore_db *db)
 void spore_interrupt(spore_db *db)
 {
     if (db)
-        db->interrupted = 1;
+        atomic_store(&db->interrupted, 1);
 }

@@ -33,7 +33,7 @@ struct spore_db {
     sp_engine *engine;
     sp_native_registry *natives;
     char *lock_dir; /* <location>.workers; borrowed by the engine's config */
-    volatile sig_atomic_t interrupted;
+    atomic_int interrupted; /* spore_interrupt: any thread or a signal handler */
     pthread_mutex_t bindings_mu;
     api_binding *bindings; /* freed at close, after the engine stopped */
 };

@@ -12,12 +12,12 @@
 
 #include "json/decimal.h"
 
-volatile sig_atomic_t cli_interrupted = 0;
+atomic_int cli_interrupted = 0;
 
 static void on_signal(int sig)
 {
     (void)sig;
-    cli_interrupted = 1;
+    atomic_store(&cli_interrupted, 1);
 }
 
 void cli_catch_signals(void)

@@ -26,7 +26,9 @@ typedef struct session {
     bool trace_ended;   /* session_trace_end ran */
 } session;
 
-extern volatile sig_atomic_t cli_interrupted;
+/* Set by the handlers below (on whichever thread the signal lands), read by
+ * the engine's thread: a lock-free atomic (engine.h). */
+extern atomic_int cli_interrupted;
 
 /* Install SIGINT/SIGTERM handlers that set cli_interrupted. */
 void cli_catch_signals(void);

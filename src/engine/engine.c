@@ -45,7 +45,7 @@ bool engine_abandoning(sp_engine *e)
 
 bool engine_interrupted(const sp_engine *e)
 {
-    return e->cfg.interrupt && *e->cfg.interrupt;
+    return e->cfg.interrupt && atomic_load_explicit(e->cfg.interrupt, memory_order_relaxed);
 }
 
 static uint64_t mono_ns(void)

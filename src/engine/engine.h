@@ -17,13 +17,17 @@
 #define SPORE_ENGINE_ENGINE_H
 
 #include <jansson.h>
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "base/error.h"
 #include "kernel/kernel.h"
 #include "store/store.h"
+
+/* The interrupt flag (sp_engine_config.interrupt) is written by signal
+ * handlers, which C11 allows only for lock-free atomics. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "atomic_int must be lock-free");
 
 struct sp_native_registry;
 struct sp_engine_observer; /* engine/observer.h */
@@ -71,9 +75,11 @@ typedef struct sp_engine_config {
     /* Test hook: produce run IDs instead of 128 OS-random bits. */
     void (*run_id_source)(void *ctx, char out[SP_ID_LEN + 1]);
     void *run_id_ctx;
-    /* Set to non-zero (e.g. from a signal handler) to begin a graceful
-     * shutdown; the engine polls it. May be NULL. */
-    volatile sig_atomic_t *interrupt;
+    /* Set to non-zero (from any thread, or a signal handler: a lock-free
+     * atomic, unlike a volatile sig_atomic_t, may be written on one thread
+     * and read on another) to begin a graceful shutdown; the engine polls
+     * it. May be NULL. */
+    atomic_int *interrupt;
     /* Optional: called by serve() after every tick (a terminal's progress
      * line): attempts in flight and the totals since serve() began. */
     void (*serve_progress)(void *ctx, uint32_t in_flight, uint64_t turns, uint64_t claimed,

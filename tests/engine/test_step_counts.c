@@ -191,7 +191,7 @@ typedef struct fixture {
     sp_native_registry *natives;
     sp_store *store;
     sp_engine *engine;
-    volatile sig_atomic_t stop;
+    atomic_int stop;
 } fixture;
 
 /* How the fixture's engine runs the no-op function. */
@@ -863,7 +863,7 @@ static void concurrent(const char *location, const char *label, fixture_mode mod
     pthread_create(&s.thread, NULL, serve_main, &s);
     for (int waited = 0; monitor && waited < 60000 && completed(monitor) < RUNS; waited += 20)
         usleep(20000);
-    f.stop = 1;
+    atomic_store(&f.stop, 1);
     pthread_join(s.thread, NULL);
     sp_store_counters_get(f.store, &after);
     CHECK_INT(s.rc, 0);
