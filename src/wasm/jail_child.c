@@ -36,15 +36,17 @@
 #include "wasm/protocol.h"
 #include "wasm/world.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define JAIL_ASAN 1
+/* A sanitizer's runtime maps terabytes of shadow memory: no address-space
+ * limit under AddressSanitizer or ThreadSanitizer (test builds only). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define JAIL_SANITIZED 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define JAIL_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define JAIL_SANITIZED 1
 #endif
 #endif
-#ifndef JAIL_ASAN
-#define JAIL_ASAN 0
+#ifndef JAIL_SANITIZED
+#define JAIL_SANITIZED 0
 #endif
 
 #define JAIL_ADDRESS_SPACE (1024ull << 20) /* module + 64 MiB memory + the interpreter */
@@ -115,7 +117,7 @@ static int set_limits(uint32_t timeout_ms)
     if (limit(RLIMIT_CPU, cpu) || limit(RLIMIT_FSIZE, 0) || limit(RLIMIT_NOFILE, SP_JAIL_FD + 1) ||
         limit(RLIMIT_NPROC, 0) || limit(RLIMIT_CORE, 0) || limit(RLIMIT_MEMLOCK, 0))
         return -1;
-    if (!JAIL_ASAN && limit(RLIMIT_AS, JAIL_ADDRESS_SPACE))
+    if (!JAIL_SANITIZED && limit(RLIMIT_AS, JAIL_ADDRESS_SPACE))
         return -1;
     return 0;
 }
@@ -147,7 +149,7 @@ static int set_seccomp(void)
              allow(sc, SCMP_SYS(gettimeofday)) | allow(sc, SCMP_SYS(getpid)) |
              allow(sc, SCMP_SYS(gettid)) | allow(sc, SCMP_SYS(sched_yield)) |
              allow(sc, SCMP_SYS(getrandom));
-    if (JAIL_ASAN) /* the sanitizer runtime probes memory through a pipe and reports on fd 2 */
+    if (JAIL_SANITIZED) /* the sanitizer runtime probes memory through a pipe and reports on fd 2 */
         rc |= allow(sc, SCMP_SYS(pipe2)) | allow(sc, SCMP_SYS(close)) |
               allow(sc, SCMP_SYS(write)) | allow(sc, SCMP_SYS(read)) |
               allow(sc, SCMP_SYS(sigaltstack)) | allow(sc, SCMP_SYS(rt_sigaction));

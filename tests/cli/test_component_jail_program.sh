@@ -91,7 +91,13 @@ spore=$spore_real
 jail_of() { ps -eo pid=,ppid=,args= | awk -v p="$1" '$2 == p && /__wasm-jail/ {print $1}'; }
 cwf "$wfdir/loop.json" loop.wasm '{"callTimeoutMs": "20000"}'
 start_bg loop run "$wfdir/loop.json" --db "$db"
-has_jail() { [ -n "$(jail_of "$1")" ]; }
+# the call's jail: the one that has lived a second (a module is first
+# described by a jail of its own, which ends at once)
+has_jail() {
+  local pid
+  pid=$(jail_of "$1")
+  [ -n "$pid" ] && [ "$(ps -o etimes= -p "$pid" | tr -d ' ')" -ge 1 ] 2>/dev/null
+}
 wait_for 10 has_jail "$bg_pid" || true
 jail_pid=$(jail_of "$bg_pid")
 checks=$((checks + 1))
