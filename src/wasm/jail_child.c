@@ -37,7 +37,8 @@
 #include "wasm/world.h"
 
 /* A sanitizer's runtime maps terabytes of shadow memory: no address-space
- * limit under AddressSanitizer or ThreadSanitizer (test builds only). */
+ * limit under AddressSanitizer or ThreadSanitizer (builds for the tests,
+ * never a release). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define JAIL_SANITIZED 1
 #elif defined(__has_feature)

@@ -95,7 +95,7 @@ start_bg loop run "$wfdir/loop.json" --db "$db"
 # described by a jail of its own, which ends at once)
 has_jail() {
   local pid
-  pid=$(jail_of "$1")
+  pid=$(jail_of "$1" | head -n 1)
   [ -n "$pid" ] && [ "$(ps -o etimes= -p "$pid" | tr -d ' ')" -ge 1 ] 2>/dev/null
 }
 wait_for 10 has_jail "$bg_pid" || true
