@@ -158,10 +158,14 @@ static double ratio(double a, double b)
 
 /* ---- interrupts: stop what runs, stop every process started here ---- */
 
-static atomic_int g_abort; /* the handler's, read on every thread (an engine's interrupt) */
-static volatile pid_t g_kids[MAX_WORKERS];
-static volatile sig_atomic_t g_nkids;
-static volatile pid_t g_group; /* the peer's process group, 0 when none */
+/* Shared with on_signal, which runs on whichever thread the signal lands
+ * on (the engines' and stores' threads too): lock-free atomics, as the
+ * engine's interrupt flag (engine.h), not volatile ones. */
+_Static_assert(sizeof(pid_t) == sizeof(int), "a PID fits an atomic_int");
+static atomic_int g_abort; /* also an engine's interrupt */
+static atomic_int g_kids[MAX_WORKERS];
+static atomic_int g_nkids;
+static atomic_int g_group; /* the peer's process group, 0 when none */
 
 static void on_signal(int sig)
 {

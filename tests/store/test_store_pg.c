@@ -83,8 +83,8 @@ static long admin_long(const char *sql)
     return v;
 }
 
-/* The URL of a store in `schema` (search_path through libpq's options),
- * with `extra` ("-c name=value" settings) added. */
+/* The URL of a store in `schema` (search_path through libpq's options) on
+ * the server `base` names, with `extra` ("-c name=value" settings) added. */
 static void url_through(char *out, size_t cap, const char *base, const char *schema,
                         const char *extra)
 {
@@ -95,7 +95,7 @@ static void url_through(char *out, size_t cap, const char *base, const char *sch
 
 static void url_for(char *out, size_t cap, const char *schema, const char *extra)
 {
-    url_through(out, cap, CTX.url, schema, extra);
+    url_through(out, cap, CTX.url, schema, extra); /* the test server, directly */
 }
 
 static const char *schema_of(const char *location)
@@ -1035,6 +1035,7 @@ static void q04_sent_both_lost(void)
     CHECK(s != NULL);
     if (!s) {
         sp_error_clear(&err);
+        pg_destroy(&CTX, loc); /* the schema new_schema made */
         proxy_stop(&proxy);
         return;
     }
