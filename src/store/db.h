@@ -72,6 +72,12 @@ typedef struct sp_db_dialect {
      * update of the counters it is made of changes no indexed column (a HOT
      * update; src/store/postgres/schema.c). */
     const char *run_ready;
+    /* Optional (NULL: the database has no wake-ups): a statement that tells
+     * listening workers, when the transaction commits, that it left new work
+     * for them; its one parameter names what ("events", "invocations",
+     * "timers"). PostgreSQL: pg_notify on the schema's channel (listen.c),
+     * delivered at commit, once per transaction and payload. */
+    const char *notify_work;
 } sp_db_dialect;
 
 /* What a transaction is for. READ: a coherent read of one snapshot (no

@@ -137,6 +137,11 @@ sp_store_rc lg_write1(sp_store *s, const char *sql, const sp_db_val *params, siz
                       sp_error *err);
 #define LG_W1(s, err, sql, ...)                                                                    \
     lg_write1((s), (sql), LG_PARAMS(__VA_ARGS__), LG_NPARAMS(__VA_ARGS__), (err))
+/* The request leaves new work for any worker - `what` is "events" (an
+ * event left pending), "invocations" (one left pending) or "timers" - that
+ * listening workers hear of when the transaction commits
+ * (sp_db_dialect.notify_work; nothing where the database has no wake-ups). */
+sp_store_rc lg_announce_work(sp_store *s, const char *what, sp_error *err);
 
 /* One query in its own read transaction (a coherent single read). */
 sp_store_rc lg_read(sp_store *s, const char *sql, const sp_db_val *params, size_t nparams,

@@ -263,6 +263,8 @@ static sp_store_rc insert_invocation(lg_mut *m, const command_args *a, sp_error 
         lg_invocation inv = {a->invocation_id, a->node_id, a->action_id, a->effect_key,
                              input, len, digest, 1};
         rc = lg_claim_inserted(m, &inv, err);
+    } else if (rc == SP_STORE_OK) {
+        rc = lg_announce_work(m->s, "invocations", err);
     }
     free(input);
     return rc;
@@ -295,8 +297,10 @@ static sp_store_rc apply_retry(lg_mut *m, const command_args *a, const known_inv
                    " not_before_ms = ? WHERE tenant = ? AND run_id = ? AND invocation_id = ?",
                    DB_INT(a->attempt), DB_INT(a->not_before_ms), DB_TEXT(m->key->tenant),
                    DB_TEXT(m->key->run_id), DB_TEXT(a->invocation_id));
-    if (rc == SP_STORE_OK && lg_claim_wanted(m, a->invocation_id, a->not_before_ms))
-        rc = lg_claim_retried(m, a->invocation_id, err);
+    if (rc == SP_STORE_OK)
+        rc = lg_claim_wanted(m, a->invocation_id, a->not_before_ms)
+                 ? lg_claim_retried(m, a->invocation_id, err)
+                 : lg_announce_work(m->s, "invocations", err);
     return rc;
 }
 

@@ -45,6 +45,8 @@ sp_store_rc lg_insert_event(lg_mut *m, const lg_event_rec *ev, uint64_t consumed
              DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_INT(ev->sequence),
              DB_TEXT(ev->event_id), DB_TEXT(ev->kind), DB_TEXTN(ev->body, ev->len),
              DB_TEXT(ev->digest), DB_INT(ev->accepted_at_ms), consumed);
+    if (rc == SP_STORE_OK && !consumed_revision)
+        rc = lg_announce_work(m->s, "events", err);
     if (rc == SP_STORE_OK)
         lg_run_appended(m, ev->sequence, ev->accepted_at_ms);
     return rc;

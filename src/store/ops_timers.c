@@ -54,7 +54,7 @@ sp_store_rc lg_timer_start(lg_mut *m, const json_t *payload, sp_error *err)
                   " VALUES (?, ?, ?, ?, ?)",
                   DB_TEXT(m->key->tenant), DB_TEXT(m->key->run_id), DB_TEXT(timer_id),
                   DB_TEXT(activation), DB_INT(due));
-    return rc;
+    return rc ? rc : lg_announce_work(m->s, "timers", err);
 }
 
 sp_store_rc lg_timer_cancel(lg_mut *m, const json_t *payload, sp_error *err)

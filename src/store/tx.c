@@ -337,6 +337,12 @@ sp_store_rc lg_write1(sp_store *s, const char *sql, const sp_db_val *params, siz
     return lg_write(s, sql, params, nparams, 1, err);
 }
 
+sp_store_rc lg_announce_work(sp_store *s, const char *what, sp_error *err)
+{
+    const char *sql = s->driver->dialect.notify_work;
+    return sql ? lg_write(s, sql, LG_PARAMS(DB_TEXT(what)), 1, -1, err) : SP_STORE_OK;
+}
+
 sp_store_rc lg_query_all(sp_store *s, const sp_db_read *reads, size_t n, sp_db_rows *outs,
                          sp_error *err)
 {

@@ -7,10 +7,11 @@
 # - runs started by another process complete within seconds, not a poll;
 # - a signal sent by another process to a waiting run wakes a worker;
 # - a format 0.2 sleep fires at its due time, not at the next poll;
-# - the schema has the wake-up triggers, and the workers have their
-#   listening connections (pg_stat_activity);
-# - a store with the events trigger of before (per statement, notifying
-#   consumed events too) gets the per-row one when a writer opens it.
+# - the store's own writes notify, not triggers: a new store has no
+#   wake-up triggers, and a store with the triggers of an older spore
+#   (checked both ways: a per-row and a per-statement events trigger) loses
+#   them when a writer opens it - every wake-up below is on such a store;
+# - the workers have their listening connections (pg_stat_activity).
 set -euo pipefail
 source "$(dirname "$0")/../cli/lib.sh" "$@"
 source "$(dirname "$0")/pglib.sh"
@@ -31,6 +32,32 @@ wait_status() {
 sp start "$wf/three-steps.json" --key warm-up --db "$db" --json
 expect_rc 0 "create the store"
 warm=$(jq -r .runId <<<"$out")
+wake_triggers() {
+  sql "SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()
+       AND t.tgname IN ('events_notify', 'invocations_notify', 'timers_notify')"
+}
+[ "$(wake_triggers)" = 0 ] || fail "a new store has wake-up triggers"
+# the triggers an older spore made (its events trigger per statement, as
+# the oldest did): a writer that opens the store drops them
+old_triggers() {
+  sql "CREATE OR REPLACE FUNCTION spore_notify_work() RETURNS trigger LANGUAGE plpgsql AS
+       \$\$BEGIN PERFORM pg_notify('spore_' || left(md5(current_schema()), 16), TG_TABLE_NAME);
+       RETURN NULL; END\$\$;
+       CREATE OR REPLACE TRIGGER events_notify AFTER INSERT ON events
+       FOR EACH $1 EXECUTE FUNCTION spore_notify_work();
+       CREATE OR REPLACE TRIGGER invocations_notify AFTER INSERT OR UPDATE OF status
+       ON invocations FOR EACH ROW WHEN (NEW.status = 'pending')
+       EXECUTE FUNCTION spore_notify_work();
+       CREATE OR REPLACE TRIGGER timers_notify AFTER INSERT ON timers
+       FOR EACH STATEMENT EXECUTE FUNCTION spore_notify_work()" >/dev/null
+  [ "$(wake_triggers)" = 3 ] || fail "could not put the old wake-up triggers back"
+}
+old_triggers STATEMENT
+sp list --db "$db" --json
+expect_rc 0 "list runs (a reader: the triggers stay)"
+[ "$(wake_triggers)" = 3 ] || fail "a reader changed the schema"
+old_triggers "ROW WHEN (NEW.consumed_revision IS NULL)"
 start_bg w1 worker --db "$db" "${slow[@]}"
 w1=$bg_pid
 start_bg w2 worker --db "$db" "${slow[@]}"
@@ -38,10 +65,7 @@ w2=$bg_pid
 wait_status "$warm" completed "$bound_ms" || fail "the first run did not complete"
 sleep 1 # both workers idle now, each waiting up to 30 s
 
-[ "$(sql "SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-          JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()
-          AND t.tgname IN ('events_notify', 'invocations_notify', 'timers_notify')")" = 3 ] ||
-  fail "the wake-up triggers of this schema are missing"
+[ "$(wake_triggers)" = 0 ] || fail "opening the store did not drop the old wake-up triggers"
 listeners=$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN spore_%'")
 [ "$listeners" -ge 2 ] || fail "want 2 listening connections, saw $listeners"
 
@@ -84,18 +108,9 @@ kill -TERM "$w1" "$w2"
 wait "$w1" 2>/dev/null || true
 wait "$w2" 2>/dev/null || true
 
-# ---- a store whose events trigger is the statement trigger of before ----
-# (it notified for every event, consumed ones included) gets the row
-# trigger that skips consumed events when a writer opens it
-row_trigger() {
-  sql "SELECT tgtype & 1 FROM pg_trigger WHERE tgname = 'events_notify'
-       AND tgrelid = to_regclass('events')"
-}
-[ "$(row_trigger)" = 1 ] || fail "the events trigger is not per row"
-sql "CREATE OR REPLACE TRIGGER events_notify AFTER INSERT ON events
-     FOR EACH STATEMENT EXECUTE FUNCTION spore_notify_work()"
-[ "$(row_trigger)" = 0 ] || fail "could not put the old events trigger back"
+# ---- an older spore's triggers once more, then a start: still one run ----
+old_triggers STATEMENT
 sp start "$wf/three-steps.json" --key upgraded --db "$db" --json
-expect_rc 0 "start on a store with the old events trigger"
-[ "$(row_trigger)" = 1 ] || fail "opening the store did not replace the old events trigger"
+expect_rc 0 "start on a store with the old wake-up triggers"
+[ "$(wake_triggers)" = 0 ] || fail "a start did not drop the old wake-up triggers"
 finish

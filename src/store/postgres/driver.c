@@ -1029,7 +1029,7 @@ static uint64_t pg_own_statements(void *conn)
 static const sp_db_driver PG_DRIVER = {
     .name = "postgres",
     .dialect = {.for_update = " FOR UPDATE", .skip_locked = " FOR UPDATE SKIP LOCKED",
-                .unindexed = "", .run_ready = "ready"},
+                .unindexed = "", .run_ready = "ready", .notify_work = SP_PG_NOTIFY_WORK},
     .begin = pg_begin,
     .commit = pg_commit,
     .commit_deferred = pg_commit_deferred,

@@ -1,14 +1,15 @@
 /*
  * listen.c - wake-ups over LISTEN/NOTIFY (step-path.md item 6, issue 12):
- * the store's triggers (schema.c) NOTIFY the schema's channel when a
- * transaction commits new work (an event, a pending invocation, a timer);
+ * the store's own writes notify the schema's channel when a transaction
+ * commits new work - an event left pending, an invocation left pending, a
+ * timer (sp_db_dialect.notify_work, lg_announce_work in tx.c);
  * this listener keeps its own connection LISTENing on that channel and
  * calls the engine's wake function for every notification, so an idle
  * worker starts its next tick at once instead of at its next poll.
  *
- * The channel is `spore_` + the first 16 hex of md5(current_schema()): the
- * triggers compute the same name, so stores in other schemas of the same
- * database do not wake this one.
+ * The channel is `spore_` + the first 16 hex of md5(current_schema())
+ * (SP_PG_CHANNEL): the notifying statement computes the same name, so
+ * stores in other schemas of the same database do not wake this one.
  *
  * What it must never do: block a store call (it has its own connection and
  * thread), show the URL's password, give up (a lost connection is retried
@@ -38,7 +39,7 @@ typedef struct pg_listener {
     void *ctx;
 } pg_listener;
 
-/* The triggers' payload is the table that got new work. */
+/* The payload is the table that got new work. */
 static unsigned wake_of(const char *payload)
 {
     if (strcmp(payload, "events") == 0)
@@ -67,7 +68,7 @@ static PGconn *subscribe(const pg_listener *l)
         PQfinish(db);
         return NULL;
     }
-    PGresult *res = PQexec(db, "SELECT 'spore_' || left(md5(current_schema()), 16)");
+    PGresult *res = PQexec(db, "SELECT " SP_PG_CHANNEL);
     bool ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
     char sql[64] = "";
     if (ok) /* [a-z0-9_] only: no quoting needed */

@@ -27,6 +27,11 @@
 #define SP_PG_LOCK_TIMEOUT "5s"
 /* The database's clock in ms, as an SQL expression ("now" of the store). */
 #define SP_PG_NOW_MS "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+/* The wake-up channel of the store in the connection's current schema, as an
+ * SQL expression: stores in other schemas of the database do not share it. */
+#define SP_PG_CHANNEL "'spore_' || left(md5(current_schema()), 16)"
+/* New work announced on it (sp_db_dialect.notify_work; listen.c). */
+#define SP_PG_NOTIFY_WORK "SELECT pg_notify(" SP_PG_CHANNEL ", ?)"
 /* A session idle inside a transaction this long is ended by the server, so a
  * worker that stalls mid-transaction cannot hold a run's lock for long. */
 #define SP_PG_IDLE_TX_TIMEOUT "60s"

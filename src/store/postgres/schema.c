@@ -67,28 +67,37 @@ _Static_assert(SP_DB_SCHEMA_VERSION == 1, "the DDL below writes version 1");
     " CONSTRAINT attempt_logs_pkey PRIMARY KEY (tenant, run_id, attempt_id));"
 
 /* Wake-ups (listen.c): a transaction that commits new work - an event
- * left for a later turn, an invocation becoming pending, a timer - notifies
- * the schema's channel (NOTIFY is delivered at commit, once per transaction
- * and payload). An event stored already consumed (a step's result the same
- * transaction decided on) is no work for anyone: a step that also claims
- * its next invocation sends no NOTIFY. That matters beyond the wake-up: a
- * transaction that notifies takes PostgreSQL's database-wide notify lock at
- * commit and holds it through its WAL flush, so notifying commits of
- * several workers are flushed one after the other, never together.
- * Added to version 1 like the timers; a store whose events trigger was
- * still the statement trigger of before gets this one when a writer opens it
- * (add_missing). */
-#define NOTIFY_DDL                                                                                 \
-    "CREATE OR REPLACE FUNCTION spore_notify_work() RETURNS trigger LANGUAGE plpgsql AS"           \
-    " $$BEGIN PERFORM pg_notify('spore_' || left(md5(current_schema()), 16), TG_TABLE_NAME);"     \
-    " RETURN NULL;"                                                                                \
-    " END$$;"                                                                                      \
-    "CREATE OR REPLACE TRIGGER events_notify AFTER INSERT ON events"                               \
-    " FOR EACH ROW WHEN (NEW.consumed_revision IS NULL) EXECUTE FUNCTION spore_notify_work();"     \
-    "CREATE OR REPLACE TRIGGER invocations_notify AFTER INSERT OR UPDATE OF status ON invocations"  \
-    " FOR EACH ROW WHEN (NEW.status = 'pending') EXECUTE FUNCTION spore_notify_work();"            \
-    "CREATE OR REPLACE TRIGGER timers_notify AFTER INSERT ON timers"                               \
-    " FOR EACH STATEMENT EXECUTE FUNCTION spore_notify_work();"
+ * left for a later turn, an invocation left pending, a timer - notifies the
+ * schema's channel (NOTIFY is delivered at commit, once per transaction and
+ * payload). The store's own writes send it (lg_announce_work, tx.c), not
+ * triggers: an event stored already consumed (a step's result the same
+ * transaction decided on) and an invocation claimed as it is made are no
+ * work for anyone, so a step that also claims its next invocation sends no
+ * NOTIFY. That matters beyond the wake-up: a transaction that notifies takes
+ * PostgreSQL's database-wide notify lock at commit and holds it through its
+ * WAL flush, so notifying commits of several workers are flushed one after
+ * the other, never together.
+ *
+ * The triggers of before (events_notify, invocations_notify, timers_notify)
+ * decided the same per row, but PostgreSQL builds a trigger's WHEN clause
+ * again in every statement that fires it: every INSERT into events and
+ * invocations and every UPDATE of an invocation's status, three a step,
+ * cost about 15 of the ~230 us of the statements of a step
+ * (pg_stat_statements, docs/postgres.md §3b). A store an older spore made
+ * loses them when a writer opens it (add_missing). Their function
+ * spore_notify_work stays: it is unused, and dropping it by name could
+ * reach another schema of the search_path. An older spore that opens the
+ * store again puts the triggers back; its workers and these then both
+ * notify, and PostgreSQL folds equal notifications of one transaction. */
+#define WAKE_TRIGGERS "'events_notify', 'invocations_notify', 'timers_notify'"
+#define WAKE_TRIGGERS_PRESENT                                                                      \
+    "EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgname IN (" WAKE_TRIGGERS ")"             \
+    " AND tgrelid IN (to_regclass('events'), to_regclass('invocations'),"                         \
+    " to_regclass('timers')))"
+#define WAKE_TRIGGERS_DROP                                                                         \
+    "DROP TRIGGER IF EXISTS events_notify ON events;"                                              \
+    "DROP TRIGGER IF EXISTS invocations_notify ON invocations;"                                    \
+    "DROP TRIGGER IF EXISTS timers_notify ON timers;"
 
 /* A step's update of its run row in place (HOT: a new row version on the
  * same page, no new index entries). PostgreSQL updates a row in place only
@@ -267,7 +276,6 @@ static const char DDL[] =
     " evidence_digest " ID " NOT NULL, evidence TEXT NOT NULL, at_ms BIGINT NOT NULL);"
     TIMERS_DDL
     LOGS_DDL
-    NOTIFY_DDL
     HOT_DDL
     MARKS_DDL
     "CREATE TABLE schema_version (version BIGINT NOT NULL);"
@@ -354,19 +362,14 @@ static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
     " SELECT pg_advisory_xact_lock(1936748402, hashtext(current_schema()))"
 
 /* What later spores changed in schema version 1 (the timers table, the
- * wake-up triggers, the attempt_logs table, the order of the unique keys,
+ * attempt_logs table, no wake-up triggers, the order of the unique keys,
  * the run's HOT updates, the commit marks, no checks on the tables a step
  * writes), made under the schema lock when missing. */
 static sp_store_rc add_missing(pg_conn *c, sp_error *err)
 {
-    PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL AND EXISTS (SELECT 1"
-                                  " FROM pg_trigger WHERE tgname = 'timers_notify'"
-                                  " AND tgrelid = to_regclass('timers'))"
+    PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL"
                                   " AND to_regclass('attempt_logs') IS NOT NULL"
-                                  " AND EXISTS (SELECT 1 FROM pg_trigger"
-                                  " WHERE tgname = 'events_notify'"
-                                  " AND tgrelid = to_regclass('events')"
-                                  " AND tgtype & 1 = 1)" /* 1: FOR EACH ROW (below) */
+                                  " AND NOT " WAKE_TRIGGERS_PRESENT
                                   " AND NOT EXISTS (" OLD_KEYS ")"
                                   " AND " HOT_PRESENT
                                   " AND to_regclass('commit_marks') IS NOT NULL"
@@ -382,8 +385,9 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
         return rc;
     rc = exec(c, LOCK_SCHEMA, "locking the schema", err);
     if (rc == SP_STORE_OK)
-        rc = exec(c, TIMERS_DDL LOGS_DDL NOTIFY_DDL REORDER_DDL HOT_DDL MARKS_DDL CHECKS_DDL,
-                  "adding the timers and attempt_logs tables and wake-up triggers,"
+        rc = exec(c,
+                  TIMERS_DDL LOGS_DDL WAKE_TRIGGERS_DROP REORDER_DDL HOT_DDL MARKS_DDL CHECKS_DDL,
+                  "adding the timers and attempt_logs tables, dropping the wake-up triggers,"
                   " reordering the unique keys, making a run's updates HOT, adding commit marks,"
                   " dropping the checks of the tables a step writes",
                   err);
