@@ -99,7 +99,7 @@ has_jail() {
   [ -n "$pid" ] && [ "$(ps -o etimes= -p "$pid" | tr -d ' ')" -ge 1 ] 2>/dev/null
 }
 wait_for 10 has_jail "$bg_pid" || true
-jail_pid=$(jail_of "$bg_pid")
+jail_pid=$(jail_of "$bg_pid" | head -n 1)
 checks=$((checks + 1))
 if [ -z "$jail_pid" ]; then
   fail "no jail process under the worker ($bg_pid)"

@@ -7,6 +7,8 @@
 # - runs started by another process complete within seconds, not a poll;
 # - a signal sent by another process to a waiting run wakes a worker;
 # - a format 0.2 sleep fires at its due time, not at the next poll;
+# - a stuck step that another process retries (`spore retry`: the
+#   invocation pending again, nothing else) runs at once;
 # - the store's own writes notify, not triggers: a new store has no
 #   wake-up triggers, and a store with the triggers of an older spore
 #   (checked both ways: a per-row and a per-statement events trigger) loses
@@ -101,6 +103,20 @@ wait_status "$run" completed "$bound_ms" || fail "the sleep did not complete wit
 t1=$(now_ms)
 [ $((t1 - t0)) -ge 1500 ] || fail "the sleep completed after $((t1 - t0)) ms, before its due time"
 echo "the 1.5 s sleep completed after $((t1 - t0)) ms"
+
+# ---- a stuck step retried by another process ----
+# `spore retry` makes the invocation pending again and leaves it to the
+# workers: only the invocations wake-up tells them
+sp start "$wf/stuck.json" --key stuck --db "$db" --json
+run=$(jq -r .runId <<<"$out")
+wait_status "$run" needs-intervention "$bound_ms" || fail "the flaky step did not get stuck"
+sleep 0.5
+t0=$(now_ms)
+sp retry "$run" --db "$db" --json
+expect_rc 0 "retry"
+wait_status "$run" completed "$bound_ms" ||
+  fail "the retried step did not complete within $bound_ms ms"
+echo "the retried step completed after $(($(now_ms) - t0)) ms"
 
 owners=$(sql "SELECT count(DISTINCT owner) FROM attempts")
 echo "attempts were claimed by $owners worker(s)"

@@ -361,11 +361,11 @@ static sp_store_rc initialize_locked(pg_conn *c, sp_error *err)
     "BEGIN ISOLATION LEVEL READ COMMITTED;"                                                        \
     " SELECT pg_advisory_xact_lock(1936748402, hashtext(current_schema()))"
 
-/* What later spores changed in schema version 1 (the timers table, the
- * attempt_logs table, no wake-up triggers, the order of the unique keys,
- * the run's HOT updates, the commit marks, no checks on the tables a step
- * writes), made under the schema lock when missing. */
-static sp_store_rc add_missing(pg_conn *c, sp_error *err)
+/* Whether what later spores changed in schema version 1 is there already
+ * (*current): the timers table, the attempt_logs table, no wake-up
+ * triggers, the order of the unique keys, the run's HOT updates, the commit
+ * marks, no checks on the tables a step writes. */
+static sp_store_rc read_current(pg_conn *c, bool *current, sp_error *err)
 {
     PGresult *res = PQexec(c->db, "SELECT to_regclass('timers') IS NOT NULL"
                                   " AND to_regclass('attempt_logs') IS NOT NULL"
@@ -375,16 +375,29 @@ static sp_store_rc add_missing(pg_conn *c, sp_error *err)
                                   " AND to_regclass('commit_marks') IS NOT NULL"
                                   " AND NOT " CHECKS_PRESENT);
     sp_store_rc rc = SP_STORE_OK;
-    bool present = false;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
         rc = sp_pg_fail(c, res, "reading the schema", err);
     else
-        present = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+        *current = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
     PQclear(res);
-    if (rc || present)
+    return rc;
+}
+
+/* Those changes, made under the schema lock when missing - and read again
+ * once the lock is held: workers that open an older store together all
+ * find it old, and each one after the first would otherwise make every
+ * change again, rebuilding runs_ready under an exclusive lock while the
+ * first already serves. */
+static sp_store_rc add_missing(pg_conn *c, sp_error *err)
+{
+    bool current = false;
+    sp_store_rc rc = read_current(c, &current, err);
+    if (rc || current)
         return rc;
     rc = exec(c, LOCK_SCHEMA, "locking the schema", err);
     if (rc == SP_STORE_OK)
+        rc = read_current(c, &current, err);
+    if (rc == SP_STORE_OK && !current)
         rc = exec(c,
                   TIMERS_DDL LOGS_DDL WAKE_TRIGGERS_DROP REORDER_DDL HOT_DDL MARKS_DDL CHECKS_DDL,
                   "adding the timers and attempt_logs tables, dropping the wake-up triggers,"
