@@ -7,8 +7,8 @@
 # - runs started by another process complete within seconds, not a poll;
 # - a signal sent by another process to a waiting run wakes a worker;
 # - a format 0.2 sleep fires at its due time, not at the next poll;
-# - a stuck step that another process retries (`spore retry`: the
-#   invocation pending again, nothing else) runs at once;
+# - a step left pending by the worker that decided (one slot each): the
+#   other worker runs it at once, told by the invocations wake-up alone;
 # - the store's own writes notify, not triggers: a new store has no
 #   wake-up triggers, and a store with the triggers of an older spore
 #   (checked both ways: a per-row and a per-statement events trigger) loses
@@ -104,25 +104,30 @@ t1=$(now_ms)
 [ $((t1 - t0)) -ge 1500 ] || fail "the sleep completed after $((t1 - t0)) ms, before its due time"
 echo "the 1.5 s sleep completed after $((t1 - t0)) ms"
 
-# ---- a stuck step retried by another process ----
-# `spore retry` makes the invocation pending again and leaves it to the
-# workers: only the invocations wake-up tells them
-sp start "$wf/stuck.json" --key stuck --db "$db" --json
-run=$(jq -r .runId <<<"$out")
-wait_status "$run" needs-intervention "$bound_ms" || fail "the flaky step did not get stuck"
-sleep 0.5
-t0=$(now_ms)
-sp retry "$run" --db "$db" --json
-expect_rc 0 "retry"
-wait_status "$run" completed "$bound_ms" ||
-  fail "the retried step did not complete within $bound_ms ms"
-echo "the retried step completed after $(($(now_ms) - t0)) ms"
-
 owners=$(sql "SELECT count(DISTINCT owner) FROM attempts")
 echo "attempts were claimed by $owners worker(s)"
 kill -TERM "$w1" "$w2"
 wait "$w1" 2>/dev/null || true
 wait "$w2" 2>/dev/null || true
+
+# ---- steps the deciding worker leaves pending ----
+# two workers with one slot each: the one that decides the fan-out claims
+# one branch and leaves two pending, with no event left pending; only the
+# invocations wake-up brings the other (without it: one worker runs all
+# three, one after the other, long before its next poll)
+start_bg w3 worker --db "$db" "${slow[@]}" --concurrency 1
+w3=$bg_pid
+start_bg w4 worker --db "$db" "${slow[@]}" --concurrency 1
+w4=$bg_pid
+sleep 1.5 # both idle
+sp start "$wf/parallel3.json" --input '{"sleep": 2}' --key fan --db "$db" --json
+run=$(jq -r .runId <<<"$out")
+wait_status "$run" completed "$bound_ms" || fail "the fan-out did not complete within $bound_ms ms"
+owners=$(sql "SELECT count(DISTINCT owner) FROM attempts WHERE run_id = '$run'")
+[ "$owners" = 2 ] || fail "the fan-out's steps were claimed by $owners worker(s), want 2"
+kill -TERM "$w3" "$w4"
+wait "$w3" 2>/dev/null || true
+wait "$w4" 2>/dev/null || true
 
 # ---- an older spore's triggers once more, then a start: still one run ----
 old_triggers STATEMENT
