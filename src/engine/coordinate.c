@@ -5,7 +5,7 @@
  * quarantine the run when the kernel fails.
  *
  * Must never act on a decision's commands (only committed work, read back
- * through scan_due, is dispatched), and never let one run's missing package
+ * through scan_outbox, is dispatched), and never let one run's missing package
  * or kernel failure stop the others.
  */
 #include <stdio.h>

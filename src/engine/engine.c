@@ -188,14 +188,16 @@ int engine_get_run(sp_engine *e, const sp_run_key *key, sp_run_view *view, sp_er
     return found ? 0 : sp_fail(err, "run.not-found", "no run %s", key->run_id);
 }
 
-int engine_each_due(sp_engine *e, sp_tick_stats *stats, engine_due_visitor visit, void *ctx,
-                    sp_error *err)
+int engine_each_due(sp_engine *e, engine_due_scan which, const sp_run_key *only,
+                    sp_tick_stats *stats, engine_due_visitor visit, void *ctx, sp_error *err)
 {
     char *cursor = NULL;
     int r = 0;
     do {
         sp_due_page page;
-        sp_store_rc rc = ledger_scan_due(e, cursor, ENGINE_PAGE, &page, err);
+        sp_store_rc rc = which == ENGINE_DUE_EXPIRING
+                             ? ledger_scan_expiring(e, cursor, ENGINE_PAGE, &page, err)
+                             : ledger_scan_outbox(e, only, cursor, ENGINE_PAGE, &page, err);
         free(cursor);
         cursor = NULL;
         if (rc != SP_STORE_OK) {

@@ -415,12 +415,15 @@ typedef enum engine_hook { ENGINE_HOOK_PROBE, ENGINE_HOOK_STOP } engine_hook;
 bool engine_hook_now(sp_engine *e, const sp_run_key *key, const sp_invocation_view *v,
                      const engine_action *a, engine_hook which, sp_holder_state *probe_state);
 
-/* Visit every item of scan_due, page by page. The visitor returns 0 to go
- * on, 1 to stop (engine_each_due returns 1), -1 on error. */
+/* Visit every item of a due scan, page by page: the expired leases and
+ * deadlines (the sweep), or the outbox (of run `only` when given). The
+ * visitor returns 0 to go on, 1 to stop (engine_each_due returns 1), -1 on
+ * error. */
+typedef enum engine_due_scan { ENGINE_DUE_EXPIRING, ENGINE_DUE_OUTBOX } engine_due_scan;
 typedef int (*engine_due_visitor)(sp_engine *e, const sp_due_item *item, void *ctx,
                                   sp_error *err);
-int engine_each_due(sp_engine *e, sp_tick_stats *stats, engine_due_visitor visit, void *ctx,
-                    sp_error *err);
+int engine_each_due(sp_engine *e, engine_due_scan which, const sp_run_key *only,
+                    sp_tick_stats *stats, engine_due_visitor visit, void *ctx, sp_error *err);
 
 /* client.c: `s` is 1 to `max` characters of [A-Za-z0-9_.:-] (run, message,
  * request IDs, start keys, signal names); usage.invalid-value naming `what`. */

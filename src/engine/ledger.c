@@ -377,9 +377,9 @@ sp_store_rc ledger_scan_outbox(sp_engine *e, const sp_run_key *only, const char 
     return sp_store_scan_outbox(e->store, only, cursor, limit, out, err);
 }
 
-sp_store_rc ledger_scan_due(sp_engine *e, const char *cursor, size_t limit, sp_due_page *out, sp_error *err)
+sp_store_rc ledger_scan_expiring(sp_engine *e, const char *cursor, size_t limit, sp_due_page *out, sp_error *err)
 {
-    return sp_store_scan_due(e->store, cursor, limit, out, err);
+    return sp_store_scan_expiring(e->store, cursor, limit, out, err);
 }
 
 sp_store_rc ledger_scan_running(sp_engine *e, const char *host_id, const char *cursor, size_t limit, sp_due_page *out, sp_error *err)

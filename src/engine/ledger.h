@@ -153,7 +153,7 @@ sp_store_rc ledger_secret(struct sp_engine *e, unsigned char out[32], sp_error *
 sp_store_rc ledger_load_turn(struct sp_engine *e, const sp_run_key *key, sp_turn *out, bool *found, sp_error *err);
 sp_store_rc ledger_scan_ready(struct sp_engine *e, const char *cursor, size_t limit, sp_key_page *out, sp_error *err);
 sp_store_rc ledger_scan_outbox(struct sp_engine *e, const sp_run_key *only, const char *cursor, size_t limit, sp_due_page *out, sp_error *err);
-sp_store_rc ledger_scan_due(struct sp_engine *e, const char *cursor, size_t limit, sp_due_page *out, sp_error *err);
+sp_store_rc ledger_scan_expiring(struct sp_engine *e, const char *cursor, size_t limit, sp_due_page *out, sp_error *err);
 sp_store_rc ledger_scan_running(struct sp_engine *e, const char *host_id, const char *cursor, size_t limit, sp_due_page *out, sp_error *err);
 sp_store_rc ledger_scan_held(struct sp_engine *e, const char *cursor, size_t limit, sp_held_page *out, sp_error *err);
 sp_store_rc ledger_get_package(struct sp_engine *e, const char *digest, char **bytes, size_t *len, bool *found, sp_error *err);

@@ -114,8 +114,6 @@ typedef struct claim_ctx {
 static int claim_visit(sp_engine *e, const sp_due_item *item, void *arg, sp_error *err)
 {
     claim_ctx *c = arg;
-    if (item->kind != SP_DUE_OUTBOX || (c->only && !engine_same_key(c->only, &item->key)))
-        return 0;
     return try_claim(e, item, c->actor, c->holder, c->out, err);
 }
 
@@ -133,7 +131,7 @@ int sp_engine_step_claim(sp_engine *e, const char *run_id, const char *actor,
     if (holder_value && !holder)
         return -1;
     claim_ctx c = {run_id ? &only : NULL, actor, holder, out};
-    int r = engine_each_due(e, NULL, claim_visit, &c, err);
+    int r = engine_each_due(e, ENGINE_DUE_OUTBOX, c.only, NULL, claim_visit, &c, err);
     free(holder);
     *claimed = r == 1;
     return r < 0 ? -1 : 0;

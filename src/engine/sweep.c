@@ -37,8 +37,6 @@ int engine_expire(sp_engine *e, const sp_attempt_ref *ref, sp_expire_reason reas
 static int sweep_one(sp_engine *e, const sp_due_item *item, void *ctx, sp_error *err)
 {
     sp_tick_stats *stats = ctx;
-    if (item->kind == SP_DUE_OUTBOX)
-        return 1; /* leases and deadlines come first: done */
     if (item->held)
         return engine_held_expire(e, item, stats, err);
     return engine_expire(e, &item->attempt,
@@ -48,7 +46,8 @@ static int sweep_one(sp_engine *e, const sp_due_item *item, void *ctx, sp_error 
 
 static int sweep_due(sp_engine *e, sp_tick_stats *stats, sp_error *err)
 {
-    return engine_each_due(e, stats, sweep_one, stats, err) < 0 ? -1 : 0;
+    int r = engine_each_due(e, ENGINE_DUE_EXPIRING, NULL, stats, sweep_one, stats, err);
+    return r < 0 ? -1 : 0;
 }
 
 /* Running attempts owned by dead workers on this host (engine.md §11). */

@@ -23,6 +23,10 @@
  * page instead of waited for; the next poll sees it again. With SQLite
  * (one writer, no row locks) the string is empty and nothing is skipped.
  *
+ * scan_expiring: the lease and deadline phases of scan_due alone, for the
+ * sweep (it stopped at the first outbox item, after reading and locking a
+ * page of them); cursor as scan_due's.
+ *
  * scan_outbox: the outbox phase of scan_due alone (optionally of one run),
  * one statement, for dispatch to read no more than its free slots; cursor
  * as scan_due's.
@@ -221,6 +225,7 @@ static const due_phase PHASES[] = {
      "AND (i.not_before_ms, i.invocation_id, i.tenant, i.run_id) > (?, ?, ?, ?)" OUTBOX_ORDER},
 };
 #define NPHASES (sizeof PHASES / sizeof PHASES[0])
+#define OUTBOX_PHASE (NPHASES - 1) /* the outbox phase is the last */
 
 typedef struct due_cursor {
     size_t phase;
@@ -283,13 +288,13 @@ static sp_store_rc due_cursor_make(const sp_due_item *last, sp_due_page *out, sp
 
 /* Fill the page phase by phase; stop with a cursor as soon as an item is
  * left over. */
-static sp_store_rc due_fill(sp_store *s, const due_cursor *after, size_t limit, sp_due_page *out,
-                            sp_error *err)
+static sp_store_rc due_fill(sp_store *s, const due_cursor *after, size_t limit, size_t end,
+                            sp_due_page *out, sp_error *err)
 {
     uint64_t now = lg_now(s);
     size_t cap = 0;
     sp_store_rc rc = SP_STORE_OK;
-    for (size_t p = after ? after->phase : 0; p < NPHASES && rc == SP_STORE_OK; p++) {
+    for (size_t p = after ? after->phase : 0; p < end && rc == SP_STORE_OK; p++) {
         size_t room = limit - out->n;
         sp_db_rows rows;
         rc =
@@ -305,23 +310,38 @@ static sp_store_rc due_fill(sp_store *s, const due_cursor *after, size_t limit, 
     return rc;
 }
 
-sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_due_page *out,
-                              sp_error *err)
+/* scan_due's phases before `end`, in one scan transaction. */
+static sp_store_rc scan_phases(sp_store *s, const char *cursor, size_t limit, size_t end,
+                               sp_due_page *out, sp_error *err)
 {
     memset(out, 0, sizeof *out);
     due_cursor after;
     json_t *owner = NULL;
     sp_store_rc rc = cursor ? due_cursor_parse(cursor, &after, &owner, err) : SP_STORE_OK;
+    if (!rc && cursor && after.phase >= end)
+        rc = lg_fail(err, SP_STORE_CONFLICT, "cursor.invalid", "not a cursor of this scan");
     if (!rc)
         rc = lg_begin_scan(s, err);
     if (!rc) {
-        rc = due_fill(s, cursor ? &after : NULL, lg_clamp_limit(limit), out, err);
+        rc = due_fill(s, cursor ? &after : NULL, lg_clamp_limit(limit), end, out, err);
         lg_rollback(s);
     }
     if (rc)
         sp_due_page_free(out);
     json_decref(owner);
     return rc;
+}
+
+sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_due_page *out,
+                              sp_error *err)
+{
+    return scan_phases(s, cursor, limit, NPHASES, out, err);
+}
+
+sp_store_rc sp_store_scan_expiring(sp_store *s, const char *cursor, size_t limit,
+                                   sp_due_page *out, sp_error *err)
+{
+    return scan_phases(s, cursor, limit, OUTBOX_PHASE, out, err);
 }
 
 /* ---- scan_outbox: the outbox phase alone, for dispatch ---- */

@@ -625,6 +625,11 @@ sp_store_rc sp_store_scan_ready(sp_store *s, const char *cursor, size_t limit, s
                                 sp_error *err);
 sp_store_rc sp_store_scan_due(sp_store *s, const char *cursor, size_t limit, sp_due_page *out,
                               sp_error *err);
+/* The lease and deadline items of scan_due alone (same order and cursor):
+ * what a sweep reads - never the outbox, whose rows it would lock for
+ * nothing. */
+sp_store_rc sp_store_scan_expiring(sp_store *s, const char *cursor, size_t limit,
+                                   sp_due_page *out, sp_error *err);
 /* The outbox items of scan_due alone (pending invocations due now in
  * non-quarantined runs, same order and cursor), of run `only` when given:
  * what dispatch reads, at most `limit` (its free slots) at a time. */

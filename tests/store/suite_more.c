@@ -584,6 +584,30 @@ static void x01_bad_cursors(store_env *e)
            "cursor.invalid");
 }
 
+/* scan_expiring: scan_due's lease and deadline items, paged the same way;
+ * an outbox cursor is not one of its cursors. */
+static void x01_expiring(store_env *e, const sp_due_item *all)
+{
+    sp_due_page p, q;
+    sp_error err = {0};
+    EXPECT_OK(sp_store_scan_expiring(e->a, NULL, 0, &p, &err), &err);
+    CHECK(p.n == 2 && !p.next_cursor);
+    for (size_t i = 0; i < p.n && i < 2; i++)
+        CHECK(p.items[i].kind == SP_DUE_LEASE && strcmp(p.items[i].id, all[i].id) == 0);
+    sp_due_page_free(&p);
+    EXPECT_OK(sp_store_scan_expiring(e->a, NULL, 1, &p, &err), &err);
+    CHECK(p.n == 1 && p.next_cursor);
+    EXPECT_OK(sp_store_scan_expiring(e->a, p.next_cursor, 1, &q, &err), &err);
+    CHECK(q.n == 1 && !q.next_cursor && strcmp(q.items[0].id, all[1].id) == 0);
+    sp_due_page_free(&p);
+    sp_due_page_free(&q);
+    EXPECT_OK(sp_store_scan_due(e->a, NULL, 3, &p, &err), &err);
+    CHECK(p.n == 3 && p.items[2].kind == SP_DUE_OUTBOX && p.next_cursor);
+    EXPECT(sp_store_scan_expiring(e->a, p.next_cursor, 1, &q, &err), &err, SP_STORE_CONFLICT,
+           "cursor.invalid");
+    sp_due_page_free(&p);
+}
+
 static void x01_due(store_env *e, const char invs[5][SP_ID_LEN + 1])
 {
     sp_due_item all[16], paged[16];
@@ -605,6 +629,7 @@ static void x01_due(store_env *e, const char invs[5][SP_ID_LEN + 1])
         for (size_t i = 0; i < m && i < n; i++)
             CHECK_STR(paged[i].id, all[i].id);
     }
+    x01_expiring(e, all);
 }
 
 static void x01_running(store_env *e)

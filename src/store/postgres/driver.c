@@ -673,24 +673,39 @@ static void discard_notice(void *arg, const char *message)
 }
 
 /* Session settings: bounded lock waits (unless the URL or the role already
- * set one), and no notices on stderr. */
+ * set one), and a run's snapshot compressed with lz4 - it is rewritten
+ * every step, and lz4 compresses it in about half pglz's time
+ * (docs/postgres.md §3c) - only where the server has lz4 and nobody chose
+ * otherwise. */
+#define SESSION_SQL                                                                                \
+    "SELECT set_config('lock_timeout', '" SP_PG_LOCK_TIMEOUT "', false)"                           \
+    " WHERE current_setting('lock_timeout') = '0';"                                                \
+    "SELECT set_config('idle_in_transaction_session_timeout', '" SP_PG_IDLE_TX_TIMEOUT             \
+    "', false) WHERE current_setting('idle_in_transaction_session_timeout') = '0';"                \
+    "SELECT set_config('default_toast_compression', 'lz4', false) FROM pg_settings"                \
+    " WHERE name = 'default_toast_compression' AND source = 'default'"                             \
+    " AND 'lz4' = ANY(enumvals)"
+
+/* And a writer's: its work selection (ops_scan.c: the outbox, ready runs,
+ * leases, timers) reads a page in the order of a partial index, under
+ * LIMIT. A queue's table changes faster than its statistics: right after
+ * a burst (a bulk start, a fan-out), or on a table whose last ANALYZE saw
+ * almost nothing pending, the planner expects a handful of rows, prefers a
+ * bitmap scan and sorts - reading, joining and row-locking the whole queue
+ * to return one page (5 ms for 1,000 pending invocations instead of
+ * 0.15 ms, growing with the queue). Without bitmap scans the cheap plan
+ * left is the index in its order, which stops at the page
+ * (docs/postgres.md §3j). Only where nobody chose otherwise. */
+#define WRITER_SQL                                                                                 \
+    ";SELECT set_config('enable_bitmapscan', 'off', false) FROM pg_settings"                       \
+    " WHERE name = 'enable_bitmapscan' AND source = 'default'"
+
+/* The session settings, and no notices on stderr. */
 static sp_store_rc session_setup(pg_conn *c, sp_error *err)
 {
     PQsetNoticeProcessor(c->db, discard_notice, NULL);
     PGresult *res = NULL;
-    bool ok =
-        exec_ok(c,
-                "SELECT set_config('lock_timeout', '" SP_PG_LOCK_TIMEOUT "', false)"
-                " WHERE current_setting('lock_timeout') = '0';"
-                "SELECT set_config('idle_in_transaction_session_timeout', '" SP_PG_IDLE_TX_TIMEOUT
-                "', false) WHERE current_setting('idle_in_transaction_session_timeout') = '0';"
-                /* a run's snapshot is rewritten every step: lz4 compresses it in
-                 * about half pglz's time (docs/postgres.md §3c); only where the
-                 * server has lz4 and nobody chose otherwise */
-                "SELECT set_config('default_toast_compression', 'lz4', false) FROM pg_settings"
-                " WHERE name = 'default_toast_compression' AND source = 'default'"
-                " AND 'lz4' = ANY(enumvals)",
-                &res);
+    bool ok = exec_ok(c, c->writer ? SESSION_SQL WRITER_SQL : SESSION_SQL, &res);
     sp_store_rc rc = ok ? SP_STORE_OK : sp_pg_fail(c, res, "session settings", err);
     PQclear(res);
     return rc;
@@ -1184,6 +1199,7 @@ static pg_conn *connect_to(const char *url, const sp_clock *clock, bool create, 
     sp_pg_marks_init(c);
     c->clock = clock ? *clock : sp_clock_system();
     c->has_clock = clock != NULL;
+    c->writer = create || writes;
     /* Defaults first (the URL and libpq's environment override them), the
      * URL, then what the driver needs whatever the URL says. */
     c->url = strdup(url);

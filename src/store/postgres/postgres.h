@@ -58,6 +58,7 @@ typedef struct pg_conn {
     pthread_mutex_t mu; /* held from begin() to commit()/rollback() */
     sp_clock clock;
     bool has_clock;        /* an injected clock (tests), else clock_timestamp() */
+    bool writer;           /* opened to write: it selects work (session_setup) */
     sp_db_cache statements; /* pg_stmt by SQL text + parameter types */
     unsigned next_statement;
     char *secrets[4]; /* the URL's passwords (userinfo, parameter) as written and decoded */
