@@ -153,7 +153,7 @@ void engine_decided_committed(sp_engine *e, const sp_run_key *key, engine_decide
 {
     engine_failpoint_durable(e, "host.turn.after-commit");
     cancel_local(e, &dc->d);
-    engine_runstate_keep(e, key, dc->next);
+    engine_runstate_keep(e, key, dc->next, dc->d.snapshot_len);
     dc->next = NULL;
     if (dc->seen && disposition == SP_APPLIED) /* a duplicate was seen where it applied */
         engine_observe_turn(e, dc);

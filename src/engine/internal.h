@@ -139,20 +139,25 @@ typedef struct package_overflow {
 } package_overflow;
 
 /* The decoded state of the runs this engine drives (runstate.c): at most
- * RUNSTATE_MAX runs, found by a hash of their key. */
-#define RUNSTATE_MAX 1024
-#define RUNSTATE_BUCKETS 2048 /* a power of two */
+ * RUNSTATE_MAX runs and RUNSTATE_BYTES of their snapshots' bytes, found by
+ * a hash of their key, the least recently kept dropped first. */
+#define RUNSTATE_MAX 8192
+#define RUNSTATE_BUCKETS 16384 /* a power of two */
+#define RUNSTATE_BYTES (32u * 1024 * 1024)
 typedef struct runstate_entry {
     sp_run_key key;         /* the run it was last given to */
     sp_kernel_state *state; /* NULL: none kept (taken, or never) */
-    uint64_t used;          /* LRU stamp */
-    int32_t next;           /* the next entry of its bucket, -1: none */
+    size_t bytes;           /* what `state` weighs: its snapshot's length (0: none) */
+    int32_t next;           /* the next entry of its bucket (or of the free list), -1: none */
+    int32_t older, newer;   /* its neighbours in the order kept, -1: none */
 } runstate_entry;
 typedef struct runstate_table {
     runstate_entry entries[RUNSTATE_MAX];
     int32_t buckets[RUNSTATE_BUCKETS]; /* the first entry of each, -1: none */
-    size_t used_entries;               /* entries [0, used_entries) have a key */
-    uint64_t clock;
+    int32_t oldest, newest;            /* the entries with a key, in the order kept */
+    int32_t free_list;                 /* dropped entries, chained by `next` */
+    size_t handed_out;                 /* entries [0, handed_out) have had a key */
+    size_t bytes;                      /* the sum of the entries' `bytes` */
 } runstate_table;
 
 /* A failing store, as this engine saw it (fault.c; guarded by mu). */
@@ -518,10 +523,12 @@ void engine_tick_free(sp_engine *e);
 
 /* runstate.c: the kept decoded state of a run whose stored snapshot has
  * `snapshot_digest` (NULL when none or another; the caller owns it), and
- * keeping the state after a committed turn (takes it; NULL is fine). */
+ * keeping the state after a committed turn (takes it; NULL is fine), with
+ * the length of the snapshot it decodes as its weight. */
 sp_kernel_state *engine_runstate_take(sp_engine *e, const sp_run_key *key,
                                       const char *snapshot_digest);
-void engine_runstate_keep(sp_engine *e, const sp_run_key *key, sp_kernel_state *state);
+void engine_runstate_keep(sp_engine *e, const sp_run_key *key, sp_kernel_state *state,
+                          size_t snapshot_len);
 /* A kept state exists for the run with this snapshot digest. */
 bool engine_runstate_has(sp_engine *e, const sp_run_key *key, const char *snapshot_digest);
 void engine_runstate_free(sp_engine *e);

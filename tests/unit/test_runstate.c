@@ -4,7 +4,9 @@
  * is found again by its key and snapshot digest; a wrong digest drops it;
  * the table holds RUNSTATE_MAX runs, and past that the least recently kept
  * goes first, whatever bucket it shares with others (thousands of runs
- * cycle through it, each eviction unlinking its entry from its chain).
+ * cycle through it, each eviction unlinking its entry from its chain); it
+ * holds at most RUNSTATE_BYTES of snapshots' bytes, dropping the least
+ * recently kept to make room, and never a state heavier than that.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -15,6 +17,8 @@
 #include "engine/internal.h"
 #include "json/json.h"
 #include "kernel/kernel.h"
+
+#define SMALL 100 /* a snapshot's length */
 
 typedef struct kernel_fixture {
     char *graph, *start;
@@ -77,7 +81,7 @@ static void keep_runs(sp_engine *e, const kernel_fixture *k, size_t from, size_t
 {
     for (size_t i = from; i < to; i++) {
         sp_run_key key = key_of(i);
-        engine_runstate_keep(e, &key, new_state(k, digest, cap));
+        engine_runstate_keep(e, &key, new_state(k, digest, cap), SMALL);
     }
 }
 
@@ -91,6 +95,30 @@ static size_t kept_among(sp_engine *e, size_t from, size_t to, const char *diges
     return n;
 }
 
+/* The bytes: two halves fill the table; one byte more drops the older
+ * half; a state heavier than the whole bound is not kept and drops
+ * nothing; the table's count of bytes is what it holds. */
+static void bytes_bound(sp_engine *e, const kernel_fixture *k, char *digest, size_t cap)
+{
+    sp_run_key a = key_of(10), b = key_of(11), c = key_of(12), big = key_of(13);
+    engine_runstate_keep(e, &a, new_state(k, digest, cap), RUNSTATE_BYTES / 2);
+    engine_runstate_keep(e, &b, new_state(k, digest, cap), RUNSTATE_BYTES / 2);
+    CHECK(engine_runstate_has(e, &a, digest) && engine_runstate_has(e, &b, digest));
+    CHECK_INT(e->runstate->bytes, RUNSTATE_BYTES);
+    engine_runstate_keep(e, &c, new_state(k, digest, cap), 1);
+    CHECK(!engine_runstate_has(e, &a, digest));
+    CHECK(engine_runstate_has(e, &b, digest) && engine_runstate_has(e, &c, digest));
+    CHECK_INT(e->runstate->bytes, RUNSTATE_BYTES / 2 + 1);
+    engine_runstate_keep(e, &big, new_state(k, digest, cap), RUNSTATE_BYTES + 1);
+    CHECK(!engine_runstate_has(e, &big, digest));
+    CHECK(engine_runstate_has(e, &b, digest) && engine_runstate_has(e, &c, digest));
+    sp_kernel_state *s = engine_runstate_take(e, &b, digest);
+    CHECK(s != NULL);
+    CHECK_INT(e->runstate->bytes, 1);
+    engine_runstate_keep(e, &b, s, 2); /* kept again: lighter now */
+    CHECK_INT(e->runstate->bytes, 3);
+}
+
 int main(void)
 {
     kernel_fixture k;
@@ -101,13 +129,13 @@ int main(void)
 
     /* found by key and digest, taken once; a wrong digest drops it */
     sp_run_key one = key_of(1);
-    engine_runstate_keep(e, &one, new_state(&k, digest, sizeof digest));
+    engine_runstate_keep(e, &one, new_state(&k, digest, sizeof digest), SMALL);
     CHECK(engine_runstate_has(e, &one, digest));
     CHECK(!engine_runstate_has(e, &one, "sha256:other"));
     sp_kernel_state *s = engine_runstate_take(e, &one, digest);
     CHECK(s != NULL && strcmp(sp_kernel_state_digest(s), digest) == 0);
     CHECK(engine_runstate_take(e, &one, digest) == NULL); /* taken */
-    engine_runstate_keep(e, &one, s);
+    engine_runstate_keep(e, &one, s, SMALL);
     CHECK(engine_runstate_take(e, &one, "sha256:other") == NULL);
     CHECK(!engine_runstate_has(e, &one, digest)); /* dropped */
     sp_run_key never = key_of(999999);
@@ -124,7 +152,7 @@ int main(void)
 
     /* a run kept again is recent: it outlives the runs kept before it */
     sp_run_key again = key_of(5);
-    engine_runstate_keep(e, &again, new_state(&k, digest, sizeof digest));
+    engine_runstate_keep(e, &again, new_state(&k, digest, sizeof digest), SMALL);
     keep_runs(e, &k, RUNSTATE_MAX + 1, RUNSTATE_MAX + 100, digest, sizeof digest);
     CHECK(engine_runstate_has(e, &again, digest));
     CHECK_INT(kept_among(e, 1, 5, digest), 0);
@@ -141,6 +169,7 @@ int main(void)
         sp_kernel_state_free(t);
     }
     CHECK_INT(kept_among(e, 0, total, digest), 0);
+    bytes_bound(e, &k, digest, sizeof digest);
 
     engine_runstate_free(e);
     free(e);
