@@ -167,15 +167,20 @@ void engine_decided_committed(sp_engine *e, const sp_run_key *key, engine_decide
 
 typedef enum turn_result { TURN_NEXT, TURN_STOP, TURN_ERROR } turn_result;
 
+/* How a run came to be coordinated: found by the scan of ready runs (a
+ * run another worker holds is left to it), or named by the caller. */
+typedef enum turn_source { TURN_SCANNED, TURN_NAMED } turn_source;
+
 static turn_result commit(sp_engine *e, const sp_turn *t, engine_decided *dc,
-                          sp_tick_stats *stats, sp_error *err)
+                          turn_source source, sp_tick_stats *stats, sp_error *err)
 {
     const sp_kernel_decision *d = &dc->d;
     sp_commit_turn_req req = {t->key, NULL, t->revision, t->event.event_id,
                               t->event.sequence, dc->decision_digest, d->snapshot,
                               d->snapshot_len, d->snapshot_digest, d->status, dc->cmds,
                               d->ncommands, dc->diags, d->ndiagnostics,
-                              .snapshot_digest_computed = true};
+                              .snapshot_digest_computed = true,
+                              .skip_busy = source == TURN_SCANNED};
     sp_commit_turn_res res;
     sp_store_rc rc = ledger_commit_turn(e, &req, &res, err);
     if (rc == SP_STORE_OK) {
@@ -183,6 +188,11 @@ static turn_result commit(sp_engine *e, const sp_turn *t, engine_decided *dc,
         return TURN_NEXT;
     }
     if (rc == SP_STORE_STALE) { /* another coordinator won: drop the decision */
+        sp_error_clear(err);
+        return TURN_STOP;
+    }
+    if (rc == SP_STORE_CONFLICT && strcmp(err->code, "run.busy") == 0) {
+        stats->busy++; /* another worker has it in hand: look again soon */
         sp_error_clear(err);
         return TURN_STOP;
     }
@@ -197,14 +207,15 @@ static turn_result commit(sp_engine *e, const sp_turn *t, engine_decided *dc,
     return TURN_ERROR;
 }
 
-static turn_result one_turn(sp_engine *e, const sp_turn *t, sp_tick_stats *stats, sp_error *err)
+static turn_result one_turn(sp_engine *e, const sp_turn *t, turn_source source,
+                           sp_tick_stats *stats, sp_error *err)
 {
     engine_decided dc;
     sp_error why = {0};
     engine_decide_rc d = engine_decide(e, t, &dc, &why, err);
     turn_result r = TURN_ERROR;
     if (d == ENGINE_DECIDED)
-        r = commit(e, t, &dc, stats, err);
+        r = commit(e, t, &dc, source, stats, err);
     else if (d == ENGINE_UNDECIDABLE)
         r = quarantine(e, &t->key, t->revision, why.code, why.message, stats, err) ? TURN_ERROR
                                                                                    : TURN_STOP;
@@ -215,8 +226,8 @@ static turn_result one_turn(sp_engine *e, const sp_turn *t, sp_tick_stats *stats
     return r;
 }
 
-static int coordinate_run(sp_engine *e, const sp_run_key *key, sp_tick_stats *stats,
-                          sp_error *err)
+static int coordinate_run(sp_engine *e, const sp_run_key *key, turn_source source,
+                          sp_tick_stats *stats, sp_error *err)
 {
     for (uint32_t i = 0; i < e->cfg.turns_per_run; i++) {
         sp_turn t;
@@ -228,7 +239,7 @@ static int coordinate_run(sp_engine *e, const sp_run_key *key, sp_tick_stats *st
         }
         if (!found)
             return 0;
-        turn_result r = one_turn(e, &t, stats, err);
+        turn_result r = one_turn(e, &t, source, stats, err);
         /* no later event was pending when the turn was read: none to load
          * (one accepted since is the next pass's, as it would be anyway) */
         bool last = t.event.sequence + 1 >= t.next_sequence;
@@ -253,7 +264,7 @@ int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only
         sp_strlist_has(&e->settled_runs, engine_run_name(only, name, sizeof name)))
         return 0;
     if (only)
-        return coordinate_run(e, only, stats, err);
+        return coordinate_run(e, only, TURN_NAMED, stats, err);
     sp_key_page page;
     sp_store_rc rc = ledger_scan_ready(e, NULL, ENGINE_PAGE, &page, err);
     if (rc != SP_STORE_OK) {
@@ -262,7 +273,7 @@ int engine_coordinate(sp_engine *e, sp_tick_stats *stats, const sp_run_key *only
     }
     int result = 0;
     for (size_t i = 0; i < page.n && result == 0; i++)
-        result = coordinate_run(e, &page.keys[i], stats, err);
+        result = coordinate_run(e, &page.keys[i], TURN_SCANNED, stats, err);
     stats->more |= page.next_cursor != NULL;
     sp_key_page_free(&page);
     return result;

@@ -120,6 +120,7 @@ typedef struct sp_tick_stats {
     uint32_t claimed;                                   /* dispatch */
     uint32_t settled; /* attempts that ended since the last tick */
     uint32_t fired;   /* timers fired (format 0.2) */
+    uint32_t busy;    /* ready runs left alone: another worker's transaction held them */
     bool store_unavailable;
     bool more; /* the pass left work it could do now (a full page of ready runs) */
 } sp_tick_stats;

@@ -707,8 +707,14 @@ static void turn_extra_read(const void *r, sp_db_read *read, sp_db_val *params)
                          params, 12};
 }
 
-static const lg_op COMMIT_TURN = {"commit_turn", "commit-turn", commit_apply,
-                                  lg_committed_decode, NULL, turn_extra_read, LG_PREDICT_NONE, NULL};
+static bool commit_skips_busy(const void *req)
+{
+    return ((const sp_commit_turn_req *)req)->skip_busy;
+}
+
+static const lg_op COMMIT_TURN = {"commit_turn",       "commit-turn",   commit_apply,
+                                  lg_committed_decode, NULL,            turn_extra_read,
+                                  LG_PREDICT_NONE,     commit_skips_busy};
 
 sp_store_rc sp_store_commit_turn(sp_store *s, const sp_commit_turn_req *req,
                                  sp_commit_turn_res *res, sp_error *err)

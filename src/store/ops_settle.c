@@ -88,7 +88,8 @@ static sp_commit_turn_req commit_of(const sp_turn *t, const sp_decision *d)
                                 t->event.event_id, t->event.sequence, d->decision_digest,
                                 d->snapshot,      d->snapshot_len, d->snapshot_digest,
                                 d->status,        d->commands,    d->ncommands,
-                                d->diagnostics,   d->ndiagnostics, d->snapshot_digest_computed};
+                                d->diagnostics,   d->ndiagnostics, d->snapshot_digest_computed,
+                                false};
 }
 
 /* The event consumed by the decision, the decision, its claims. */

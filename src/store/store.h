@@ -223,6 +223,11 @@ typedef struct sp_commit_turn_req {
      * again (a 250-node run's snapshot is ~14 KiB). Otherwise the store
      * checks it (snapshot.digest-mismatch). */
     bool snapshot_digest_computed;
+    /* A run another transaction holds right now is skipped, not waited
+     * for: conflict/run.busy at once, nothing changed (a coordinator's
+     * turn: the holder is another worker, which has the run in hand). Not
+     * part of the request's body. */
+    bool skip_busy;
 } sp_commit_turn_req;
 
 typedef struct sp_commit_turn_res {

@@ -188,7 +188,7 @@ static bool build_request(fx_decision *out)
                                     d->ncommands,
                                     out->diagnostics,
                                     d->ndiagnostics,
-                                    false};
+                                    false, false};
     return true;
 }
 

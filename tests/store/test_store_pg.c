@@ -407,6 +407,33 @@ static void q04_claim_skips_busy(void)
     busy_close(&f);
 }
 
+/* A coordinator's turn (skip_busy) likewise: a run another transaction
+ * holds is conflict/run.busy at once, nothing changed; without skip_busy
+ * the commit waits (store.busy after lock_timeout); once the lock is gone
+ * the same commit applies. */
+static void q04_turn_skips_busy(void)
+{
+    busy_fixture f;
+    if (!busy_open(&f, "run_turn_busy"))
+        return;
+    sp_error err = {0};
+    fx_decision d;
+    CHECK(fx_decide(f.s, &f.k, &d));
+    d.req.skip_busy = true;
+    sp_commit_turn_res res;
+    hold_run(f.schema, "run_turn_busy");
+    EXPECT(sp_store_commit_turn(f.s, &d.req, &res, &err), &err, SP_STORE_CONFLICT, "run.busy");
+    d.req.skip_busy = false;
+    EXPECT(sp_store_commit_turn(f.s, &d.req, &res, &err), &err, SP_STORE_UNAVAILABLE,
+           "store.busy");
+    d.req.skip_busy = true;
+    CHECK(admin_exec("ROLLBACK"));
+    EXPECT_OK(sp_store_commit_turn(f.s, &d.req, &res, &err), &err);
+    CHECK(res.disposition == SP_APPLIED && res.revision == 1);
+    fx_decision_free(&d);
+    busy_close(&f);
+}
+
 /* ---- racing create_run across two connections ---- */
 
 typedef struct create_job {
@@ -1327,6 +1354,7 @@ static void q04_errors(void)
     q04_credentials();
     q04_busy();
     q04_claim_skips_busy();
+    q04_turn_skips_busy();
     q04_create_race();
     q04_connection_lost();
     q04_flush_reconnect();
