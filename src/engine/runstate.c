@@ -9,8 +9,9 @@
  * Runs are found by a hash of their key, and the entries with a key are
  * linked in the order they were kept: keeping moves an entry to the new
  * end, and room is made at the old end, in constant time. It holds 8,192
- * runs (with 1,024 and 5,000 runs stepping in turn, every turn missed and
- * decoded: 30 % more of a worker's CPU a step) and at most RUNSTATE_BYTES
+ * runs (with 1,024 and 5,000 runs stepping in turn, every turn missed - and
+ * on PostgreSQL read the snapshot again -: a quarter more of a worker's CPU
+ * a step) and at most RUNSTATE_BYTES
  * of their snapshots' bytes (a decoded state weighs a few times its
  * snapshot; without a byte bound, 8,192 runs of large snapshots would be
  * gigabytes).
