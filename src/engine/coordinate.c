@@ -192,7 +192,7 @@ static turn_result commit(sp_engine *e, const sp_turn *t, engine_decided *dc,
         return TURN_STOP;
     }
     if (rc == SP_STORE_CONFLICT && strcmp(err->code, "run.busy") == 0) {
-        stats->busy++; /* another worker has it in hand: look again soon */
+        stats->busy++; /* another worker has it in hand: the next scan looks again */
         sp_error_clear(err);
         return TURN_STOP;
     }

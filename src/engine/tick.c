@@ -526,12 +526,10 @@ static void wake_from_store(void *ctx, unsigned what)
 }
 
 /* An idle serve() waits until new work wakes it, an attempt settles, or
- * the next sweep or timer is due - at most idle_ms, or poll_ms after a pass
- * that left ready runs to the worker holding them (its transaction may end
- * without taking their events: nothing would wake this one). */
-static uint64_t serve_wait_ms(const sp_engine *e, const sp_tick_stats *last)
+ * the next sweep or timer is due - at most idle_ms. */
+static uint64_t serve_wait_ms(const sp_engine *e)
 {
-    uint64_t now = sp_mono_ms(), wait = last->busy ? e->cfg.poll_ms : idle_ms(e);
+    uint64_t now = sp_mono_ms(), wait = idle_ms(e);
     const uint64_t due[] = {e->next_sweep_ms, e->next_timers_ms};
     for (size_t i = 0; i < 2; i++)
         if (due[i] > now && due[i] - now < wait)
@@ -562,7 +560,7 @@ int sp_engine_serve(sp_engine *e, sp_error *err)
                                   sp_mono_ms() - begun);
         uint64_t backoff = engine_fault_pass(e, stats.store_unavailable, &failed_ticks, err);
         if (backoff || !sp_tick_again(&stats))
-            engine_wait(e, backoff ? backoff : serve_wait_ms(e, &stats));
+            engine_wait(e, backoff ? backoff : serve_wait_ms(e));
     }
     ledger_listen_stop(e);
     engine_fault_serving(e, false);
